@@ -1,0 +1,48 @@
+"""Packaging of the dbt-spark-ivm adapter plugin (dbt adapter type ``spark_ivm``)."""
+
+from setuptools import find_namespace_packages, setup
+
+setup(
+    name="dbt-spark-ivm",
+    version="0.1.0",
+    description=(
+        "dbt adapter plugin on dbt-spark with an `ivm` (incremental view maintenance) "
+        "materialization on Apache Iceberg and an embedded local Spark"
+    ),
+    python_requires=">=3.11",
+    # Namespace packages only: dbt-core and dbt-adapters own dbt/__init__.py and
+    # dbt/adapters/__init__.py, and shipping them here would clobber theirs.
+    packages=find_namespace_packages(include=["dbt.*"], exclude=["*.__pycache__"]),
+    package_data={
+        "dbt.include.spark_ivm": [
+            "dbt_project.yml",
+            "profile_template.yml",
+            "sample_profiles.yml",
+            # dbt/include/spark_ivm/macros is a symlink to the repository's macros/ folder;
+            # the wheel gets the .sql files themselves.
+            "macros/*.sql",
+            "macros/**/*.sql",
+        ],
+    },
+    install_requires=[
+        # dbt-core 1.12+ needs dbt-core-experimental-parser, which cannot be built offline;
+        # without an upper bound pip picks a 1.13 pre-release.
+        "dbt-core>=1.10,<1.12",
+        "dbt-spark[session,PyHive]==1.11.0",
+        # The Iceberg runtime jar below is built for Spark 3.5 / Scala 2.12; dbt-spark alone
+        # would let pip take pyspark 4.
+        "pyspark==3.5.*",
+        # Ships iceberg-spark-runtime-3.5_2.12-1.10.2.jar; 1.0.3's jar lacks Iceberg's
+        # shaded Jackson classes and every CREATE TABLE fails.
+        "snowpark-connect-deps-iceberg==1.0.2",
+        "sqlglot>=30,<31",
+    ],
+    extras_require={
+        "test": ["pytest", "ruff"],
+    },
+    zip_safe=False,
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3.11",
+    ],
+)
