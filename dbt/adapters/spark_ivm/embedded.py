@@ -1,0 +1,355 @@
+"""The embedded local Spark with Apache Iceberg that backs ``method: session``.
+
+dbt-spark's session method runs every statement through ``SparkSession.builder...getOrCreate()``
+with the profile's ``server_side_parameters``. This module computes the settings that turn that
+bare session into a self-contained Iceberg engine whose files live under ``ivm_home``:
+
+* :func:`find_project_root` / :func:`resolve_ivm_home` decide where ``ivm_home`` is;
+* :func:`session_parameters` merges the plugin's defaults with the user's parameters;
+* :func:`ensure_session` creates the process-wide SparkSession (or reuses it) and returns the
+  parameters that still make sense to re-apply per statement.
+
+pyspark is imported lazily: the module is imported for every dbt command and every connection
+method, and only ``method: session`` needs Spark.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import threading
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = AdapterLogger("SparkIvm")
+
+#: Folder name used for ``ivm_home`` when the profile does not set it.
+DEFAULT_IVM_HOME_NAME = ".spark_ivm"
+
+#: PyPI package (``snowpark-connect-deps-iceberg``) that ships the Apache Iceberg runtime jars.
+ICEBERG_JARS_PACKAGE = "snowpark_connect_deps_iceberg"
+
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+DERBY_LOG_PROPERTY = "derby.stream.error.file"
+
+#: Settings that only matter when the driver JVM is launched (pyspark passes them to
+#: spark-submit); once a JVM runs in this process they can no longer take effect.
+JVM_LAUNCH_SETTINGS = ("spark.driver.memory", DRIVER_JAVA_OPTIONS)
+
+# Serialises session creation: dbt opens one connection per thread, and with threads > 1 the
+# first statements of several threads would otherwise race to build the session.
+_SESSION_LOCK = threading.Lock()
+# ivm_home values already reported as not taking effect (log once per process, not per open).
+_REPORTED_MISMATCHES: set = set()
+
+
+# --------------------------------------------------------------------------------------------
+# Where the embedded Spark keeps its files
+# --------------------------------------------------------------------------------------------
+
+
+def _is_project_dir(path: str | None) -> bool:
+    """True if ``path`` is a folder holding a ``dbt_project.yml``."""
+    return bool(path) and (Path(str(path)) / "dbt_project.yml").is_file()
+
+
+def find_project_root(config: Any = None) -> Path | None:
+    """Return the root folder of the dbt project being run, or None if it cannot be known.
+
+    Order: the ``project_root`` of dbt's RuntimeConfig (what the adapter is normally built
+    with); dbt's ``--project-dir`` flag; the ``DBT_PROJECT_DIR`` environment variable; the
+    current directory or its nearest parent holding ``dbt_project.yml`` (dbt's own rule).
+    The flag and the variable only count if they point at a folder with ``dbt_project.yml``:
+    dbt fills the flag with the current directory when nothing else is known, and that must
+    never become the home of a metastore by accident.
+    """
+    project_root = getattr(config, "project_root", None)
+    if project_root:
+        return Path(project_root).resolve()
+
+    try:
+        from dbt.flags import get_flags
+    except ImportError:  # used without dbt-core (e.g. from a plain script): skip the flag
+        flag_dir = None
+    else:
+        flag_dir = getattr(get_flags(), "PROJECT_DIR", None)
+    for candidate in (flag_dir, os.environ.get("DBT_PROJECT_DIR")):
+        if candidate and _is_project_dir(str(candidate)):
+            return Path(str(candidate)).resolve()
+
+    cwd = Path.cwd()
+    for folder in (cwd, *cwd.parents):
+        if (folder / "dbt_project.yml").is_file():
+            return folder.resolve()
+    return None
+
+
+def resolve_ivm_home(ivm_home: str | None, project_root: Path | None) -> Path | None:
+    """Absolute ivm_home: as given if absolute, else relative to the project root.
+
+    Returns None when the path is relative (or unset) and the project root is unknown.
+    """
+    if ivm_home:
+        path = Path(os.path.expanduser(ivm_home))
+        if path.is_absolute():
+            return path.resolve()
+        if project_root is None:
+            return None
+        return (project_root / path).resolve()
+    if project_root is None:
+        return None
+    return (project_root / DEFAULT_IVM_HOME_NAME).resolve()
+
+
+# --------------------------------------------------------------------------------------------
+# Iceberg runtime jar
+# --------------------------------------------------------------------------------------------
+
+
+def _spark_and_scala_versions() -> tuple[str, str]:
+    """(``major.minor`` of pyspark, Scala binary version of its jars), e.g. ("3.5", "2.12")."""
+    import pyspark
+
+    spark_version = ".".join(pyspark.__version__.split(".")[:2])
+    scala_version = "2.12"  # what every pyspark 3.x wheel on PyPI is built with
+    jars_dir = Path(pyspark.__file__).parent / "jars"
+    for jar in jars_dir.glob("scala-library-*.jar"):
+        match = re.match(r"scala-library-(\d+\.\d+)\.", jar.name)
+        if match:
+            scala_version = match.group(1)
+    return spark_version, scala_version
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    """Sort key for the Iceberg version at the end of a jar name (``...-1.10.2.jar``)."""
+    match = re.search(r"-(\d+(?:\.\d+)*)\.jar$", name)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
+
+
+def find_iceberg_runtime_jar() -> Path:
+    """Path of the Iceberg Spark runtime jar matching the installed pyspark.
+
+    Looked up at run time inside the installed ``snowpark_connect_deps_iceberg`` package
+    (never a hard-coded path), choosing the jar built for pyspark's Spark and Scala versions.
+    """
+    spark_version, scala_version = _spark_and_scala_versions()
+    prefix = f"iceberg-spark-runtime-{spark_version}_{scala_version}-"
+    try:
+        jars_dir = resources.files(ICEBERG_JARS_PACKAGE) / "jars"
+    except ModuleNotFoundError as exc:
+        raise DbtRuntimeError(
+            "spark_ivm: the embedded Spark needs the Apache Iceberg runtime jar from the "
+            "package snowpark-connect-deps-iceberg (pip install "
+            "'snowpark-connect-deps-iceberg==1.0.2'), or set spark.jars in the profile's "
+            "server_side_parameters."
+        ) from exc
+    jars = sorted(
+        (entry for entry in jars_dir.iterdir() if entry.name.startswith(prefix)),
+        key=lambda entry: _version_key(entry.name),
+    )
+    if not jars:
+        raise DbtRuntimeError(
+            f"spark_ivm: no {prefix}*.jar in {jars_dir}; the installed "
+            "snowpark-connect-deps-iceberg does not fit pyspark "
+            f"{spark_version} (Scala {scala_version})."
+        )
+    # The package is installed as plain files, so the Traversable is a real filesystem path;
+    # Spark needs a path it can open itself.
+    return Path(str(jars[-1]))
+
+
+# --------------------------------------------------------------------------------------------
+# Session settings
+# --------------------------------------------------------------------------------------------
+
+
+def _jvm_started() -> bool:
+    """True if this process already talks to a Spark JVM (launch settings would be ignored)."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # running under spark-submit / pyspark shell
+        return True
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None
+
+
+def _default_driver_memory() -> str:
+    """4g, or half the physical memory when that is less (the heap is a ceiling, not a grab)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return "4g"
+    return f"{max(1, min(4, total // 2 // 2**30))}g"
+
+
+def _java_option(name: str, value: str) -> str:
+    """``-Dname=value``, quoted for Spark's option parser if the value has spaces."""
+    return shlex.quote(f"-D{name}={value}")
+
+
+def _merge_java_options(user_options: str | None, derby_log: Path) -> str:
+    """The user's driver Java options plus the Derby log location, unless they set it."""
+    derby_option = _java_option(DERBY_LOG_PROPERTY, str(derby_log))
+    if not user_options:
+        return derby_option
+    if f"-D{DERBY_LOG_PROPERTY}=" in user_options:
+        return user_options
+    return f"{user_options} {derby_option}"
+
+
+def default_session_parameters(
+    ivm_home: Path, user_parameters: Mapping[str, str]
+) -> dict[str, str]:
+    """The plugin's Spark settings for an embedded local Spark with Iceberg under ivm_home.
+
+    ``user_parameters`` is only consulted to skip work the user has overridden (the jar
+    lookup when they set ``spark.jars``); the merge itself is :func:`session_parameters`.
+    """
+    defaults: dict[str, str] = {
+        "spark.master": "local[2]",
+        "spark.app.name": "dbt-spark-ivm",
+        # Iceberg as the implementation of the built-in catalog, backed by the Hive metastore
+        # (Derby), so plain `db.table` names and SHOW TABLES see Iceberg tables.
+        "spark.sql.extensions": (
+            "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        ),
+        "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
+        "spark.sql.catalog.spark_catalog.type": "hive",
+        # Without this, CREATE TABLE waits ~180 s for a Hive lock that Derby never grants.
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+        # A fresh Derby metastore has no version row; verification would fail on it.
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        # Keep every file under ivm_home instead of the current directory.
+        "spark.sql.warehouse.dir": str(ivm_home / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={ivm_home / 'metastore_db'};create=true"
+        ),
+        "spark.ui.enabled": "false",
+        # The console progress bar would be drawn into dbt's own log lines.
+        "spark.ui.showConsoleProgress": "false",
+        # Small local data: Spark's 200 shuffle partitions make every join/aggregate slow.
+        "spark.sql.shuffle.partitions": "4",
+        # A local engine has no business listening on external interfaces.
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }
+    if "spark.jars" not in user_parameters:
+        defaults["spark.jars"] = str(find_iceberg_runtime_jar())
+    if not _jvm_started():
+        # Only effective when pyspark launches the driver JVM; otherwise it would merely be
+        # a misleading value in the conf.
+        defaults["spark.driver.memory"] = _default_driver_memory()
+    defaults[DRIVER_JAVA_OPTIONS] = _merge_java_options(
+        user_parameters.get(DRIVER_JAVA_OPTIONS), ivm_home / "derby.log"
+    )
+    return defaults
+
+
+def session_parameters(ivm_home: Path, user_parameters: Mapping[str, str]) -> dict[str, str]:
+    """The plugin's defaults overlaid with the user's parameters (the user always wins).
+
+    The one merge rather than override is ``spark.driver.extraJavaOptions``: the Derby log
+    location is appended to the user's options unless they set ``derby.stream.error.file``.
+    """
+    merged = default_session_parameters(ivm_home, user_parameters)
+    for key, value in user_parameters.items():
+        if key != DRIVER_JAVA_OPTIONS:
+            merged[key] = str(value)
+    return merged
+
+
+# --------------------------------------------------------------------------------------------
+# The process-wide session
+# --------------------------------------------------------------------------------------------
+
+
+def _live_session() -> SparkSession | None:
+    """The process-wide SparkSession if one exists and is not stopped (getOrCreate's test)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession._instantiatedSession
+    if session is None or session._sc._jsc is None:
+        return None
+    return session
+
+
+#: Spark-side loggers whose warnings are expected noise in the embedded set-up, raised to ERROR:
+#: * SparkSession: dbt-spark calls ``SparkSession.builder.enableHiveSupport()...getOrCreate()``
+#:   for every statement; ``enableHiveSupport`` sets a static setting, so Spark warns "Using an
+#:   existing Spark session" on every single statement (the session is shared on purpose).
+#: * ObjectStore: the Derby metastore warns "Failed to get database X" whenever dbt checks
+#:   for a schema that does not exist yet, and about the schema version of a fresh metastore.
+#: * HiveConf: Spark's bundled Hive warns about settings names it does not know.
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.SparkSession",
+    "org.apache.hadoop.hive.metastore.ObjectStore",
+    "org.apache.hadoop.hive.conf.HiveConf",
+)
+
+
+def _quiet_expected_warnings(session: SparkSession) -> None:
+    """Raise the loggers in :data:`QUIET_LOGGERS` to ERROR (errors still show)."""
+    from py4j.protocol import Py4JError
+
+    jvm = session._jvm
+    if jvm is None:
+        return
+    try:
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        error = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in QUIET_LOGGERS:
+            configurator.setLevel(name, error)
+    except Py4JError as exc:  # a Spark built with another logging backend: keep the noise
+        logger.debug(f"spark_ivm: could not quiet Spark loggers: {exc}")
+
+
+def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
+    """Create the embedded SparkSession with ``parameters`` unless one already runs.
+
+    Returns the subset of ``parameters`` that may be set on a running session (runtime SQL
+    settings such as ``spark.sql.shuffle.partitions``). dbt-spark re-applies the parameters it
+    is given before every statement; passing it static settings too (warehouse, catalogs,
+    jars) would only make Spark complain that they cannot change.
+
+    The session is a process-wide singleton: a second dbt invocation in the same process
+    (tests, dbtRunner) reuses it, including its warehouse and metastore. If that invocation
+    asks for another warehouse, this is logged once.
+    """
+    from pyspark.sql import SparkSession
+
+    with _SESSION_LOCK:
+        session = _live_session()
+        if session is None:
+            if "spark.master" in parameters and str(parameters["spark.master"]).startswith("local"):
+                # Spark otherwise resolves the machine's hostname at start-up and may pick an
+                # external interface (and warns about it); a local engine needs loopback only.
+                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            builder = SparkSession.builder.enableHiveSupport()
+            for key, value in parameters.items():
+                builder = builder.config(key, value)
+            session = builder.getOrCreate()
+        else:
+            wanted = parameters.get("spark.sql.warehouse.dir")
+            actual = session.conf.get("spark.sql.warehouse.dir", None)
+            if (
+                wanted
+                and actual
+                and Path(wanted) != Path(actual.removeprefix("file:"))
+                and wanted not in _REPORTED_MISMATCHES
+            ):
+                _REPORTED_MISMATCHES.add(wanted)
+                logger.debug(
+                    f"spark_ivm: reusing this process's SparkSession (warehouse {actual}); "
+                    f"the requested warehouse {wanted} cannot take effect until the "
+                    "process restarts."
+                )
+        _quiet_expected_warnings(session)
+        return {key: value for key, value in parameters.items() if session.conf.isModifiable(key)}
