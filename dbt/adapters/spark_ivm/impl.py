@@ -1,0 +1,122 @@
+"""The spark_ivm adapter: dbt-spark's adapter plus the ivm compiler's Jinja API."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from dbt.adapters.base import BaseRelation
+from dbt.adapters.base.relation import AdapterTrackingRelationInfo
+from dbt.adapters.contracts.relation import RelationConfig
+from dbt.adapters.spark.impl import SparkAdapter
+
+from dbt.adapters.spark_ivm.__version__ import version as plugin_version
+from dbt.adapters.spark_ivm.connections import SparkIvmConnectionManager
+from dbt.adapters.spark_ivm.jinja_api import IvmJinjaApi
+
+if TYPE_CHECKING:
+    import agate
+
+#: Prefix of the bookkeeping columns ivm models keep in their tables; not user data, so the
+#: docs catalog does not list them.
+HIDDEN_COLUMN_PREFIX = "__ivm_"
+
+# With the Hive-backed Iceberg SparkSessionCatalog, `show table extended` / `describe
+# extended` report `Provider: hive` for Iceberg tables; only the table property
+# `table_type=ICEBERG` (which Iceberg's HiveCatalog always writes) tells them apart.
+_ICEBERG_TABLE_TYPE = re.compile(r"(?<![\w.])table_type\s*=\s*iceberg\b", re.IGNORECASE)
+
+
+def is_iceberg_information(information: str) -> bool:
+    """True if relation information from SHOW TABLE EXTENDED / DESCRIBE describes Iceberg."""
+    return "Provider: iceberg" in information or bool(_ICEBERG_TABLE_TYPE.search(information))
+
+
+class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
+    """dbt-spark's adapter with Iceberg detection that works on the embedded Spark.
+
+    The ``@available`` methods of :class:`IvmJinjaApi` are what the ivm macros call; see
+    :func:`_expose_mixin_methods` for how they reach Jinja.
+    """
+
+    ConnectionManager: TypeAlias = SparkIvmConnectionManager
+
+    @classmethod
+    def get_adapter_run_info(cls, config: RelationConfig) -> AdapterTrackingRelationInfo:
+        """Run metadata for dbt's tracking.
+
+        The base implementation derives the module ``dbt.adapters.sparkivm`` from the class
+        name and fails every model run with ModuleNotFoundError.
+        """
+        return AdapterTrackingRelationInfo(
+            adapter_name="spark_ivm",
+            base_adapter_version=import_module("dbt.adapters.__about__").version,
+            adapter_version=plugin_version,
+            model_adapter_details=cls._get_adapter_specific_run_info(config),
+        )
+
+    @classmethod
+    def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:
+        """dbt-spark's details (table format), under this adapter's name."""
+        details = dict(super()._get_adapter_specific_run_info(config))
+        details["adapter_type"] = "spark_ivm"
+        return details
+
+    def _build_spark_relation_list(
+        self,
+        row_list: agate.Table,
+        relation_info_func: Callable[[agate.Row], Any],
+    ) -> list[BaseRelation]:
+        """dbt-spark's relation list, with Iceberg tables recognised by their table property.
+
+        dbt-spark only looks for ``Provider: iceberg``. Missing an Iceberg table makes its
+        table materialization drop the table before ``create or replace`` (losing the
+        snapshot history the ivm models read) and use Hive syntax for inserts.
+        """
+        relations = super()._build_spark_relation_list(row_list, relation_info_func)
+        return [
+            relation.incorporate(is_iceberg=True)
+            if not getattr(relation, "is_iceberg", False)
+            and is_iceberg_information(getattr(relation, "information", None) or "")
+            else relation
+            for relation in relations
+        ]
+
+    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
+        """Catalog columns without the ivm bookkeeping columns.
+
+        Filtered here and not in ``get_columns_in_relation``: dbt-spark builds its merge and
+        insert column lists from the latter, and those must include every column.
+        """
+        for column in super()._get_columns_for_catalog(relation):
+            name = str(column.get("column_name") or "")
+            if not name.lower().startswith(HIDDEN_COLUMN_PREFIX):
+                yield column
+
+
+def _expose_mixin_methods(adapter_cls: type) -> None:
+    """Register the ``@available`` methods of plain mixins such as :class:`IvmJinjaApi`.
+
+    dbt's AdapterMeta only collects ``@available`` methods from the class body and from the
+    ``_available_`` sets of the direct bases; a mixin that is not itself built by AdapterMeta
+    would be silently invisible to Jinja. Walk the whole MRO instead, honouring overrides
+    (the most derived definition of a name decides).
+    """
+    namespace: dict[str, Any] = {}
+    for klass in reversed(adapter_cls.__mro__):
+        namespace.update(vars(klass))
+    available = set(getattr(adapter_cls, "_available_", frozenset()))
+    replacements = dict(getattr(adapter_cls, "_parse_replacements_", {}))
+    for name, value in namespace.items():
+        if getattr(value, "_is_available_", False):
+            available.add(name)
+        parse_replacement = getattr(value, "_parse_replacement_", None)
+        if parse_replacement is not None:
+            replacements[name] = parse_replacement
+    adapter_cls._available_ = frozenset(available)  # type: ignore[attr-defined]
+    adapter_cls._parse_replacements_ = replacements  # type: ignore[attr-defined]
+
+
+_expose_mixin_methods(SparkIvmAdapter)
