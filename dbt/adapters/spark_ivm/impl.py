@@ -25,13 +25,23 @@ HIDDEN_COLUMN_PREFIX = "__ivm_"
 
 # With the Hive-backed Iceberg SparkSessionCatalog, `show table extended` / `describe
 # extended` report `Provider: hive` for Iceberg tables; only the table property
-# `table_type=ICEBERG` (which Iceberg's HiveCatalog always writes) tells them apart.
-_ICEBERG_TABLE_TYPE = re.compile(r"(?<![\w.])table_type\s*=\s*iceberg\b", re.IGNORECASE)
+# `table_type=ICEBERG` (which Iceberg's HiveCatalog always writes) tells them apart. The value
+# must end there: Iceberg 1.10 also stores Spark views as Iceberg views, `table_type=ICEBERG-VIEW`.
+_ICEBERG_TABLE_TYPE = re.compile(r"(?<![\w.])table_type=iceberg(?=[,\]\s]|$)", re.IGNORECASE)
 
 
 def is_iceberg_information(information: str) -> bool:
-    """True if relation information from SHOW TABLE EXTENDED / DESCRIBE describes Iceberg."""
-    return "Provider: iceberg" in information or bool(_ICEBERG_TABLE_TYPE.search(information))
+    """True if relation information from SHOW TABLE EXTENDED / DESCRIBE describes Iceberg.
+
+    Only the ``Table Properties:`` line is searched, so view text or comments that happen to
+    contain ``table_type=ICEBERG`` do not count.
+    """
+    if "Provider: iceberg" in information:
+        return True
+    return any(
+        line.startswith("Table Properties:") and _ICEBERG_TABLE_TYPE.search(line)
+        for line in information.splitlines()
+    )
 
 
 class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
