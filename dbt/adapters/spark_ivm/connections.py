@@ -7,6 +7,7 @@ Derby metastore and ``derby.log`` live under ``ivm_home`` (see :mod:`.embedded`)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
 from pathlib import Path
@@ -50,6 +51,18 @@ class SparkIvmCredentials(SparkCredentials):
     def _connection_keys(self) -> tuple[str, ...]:
         """Fields shown by ``dbt debug``: dbt-spark's plus the method and ivm_home."""
         return (*super()._connection_keys(), "method", "ivm_home")
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
+        """Pretty-printed connection fields; an unresolved ivm_home shows where it would go.
+
+        ``dbt debug`` prints this before any adapter (and thus before the connection manager
+        resolves ``ivm_home``) exists, so the default would otherwise show as ``None``.
+        """
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            if key == "ivm_home" and self.method == SparkConnectionMethod.SESSION:
+                resolved = embedded.resolve_ivm_home(value, embedded.find_project_root())
+                value = str(resolved) if resolved is not None else value
+            yield key, value
 
 
 class SparkIvmConnectionManager(SparkConnectionManager):
