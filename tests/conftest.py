@@ -1,0 +1,72 @@
+"""Fixtures of the differential harness: one dbt project and one Spark per test process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ivm_harness.families import FAMILIES
+from ivm_harness.runner import Harness, HarnessConfig, HarnessReport
+from ivm_harness.spec import collect_tables
+
+_CONFIG_KEY = pytest.StashKey[HarnessConfig]()
+_REPORT_KEY = pytest.StashKey[HarnessReport]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Fix the harness configuration (and the seed) once per test process."""
+    config.stash[_CONFIG_KEY] = HarnessConfig.from_env()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Show seed and knobs at the top of the run."""
+    c = config.stash[_CONFIG_KEY]
+    return (
+        f"ivm harness: IVM_SEED={c.seed} IVM_ROUNDS={c.rounds} materialization={c.materialization} "
+        f"adapter={c.adapter_type} threads={c.threads}"
+    )
+
+
+def _selected_families(session: pytest.Session) -> list[str]:
+    """Names of the families whose tests were collected and selected (e.g. by -k)."""
+    names: list[str] = []
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        fam = callspec.params.get("family") if callspec is not None else None
+        if fam is not None and fam.name not in names:
+            names.append(fam.name)
+    return names
+
+
+@pytest.fixture(scope="session")
+def harness(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Harness]:
+    """The harness, set up: project written, Spark started by dbt, base tables filled."""
+    selected = set(_selected_families(request.session))
+    families = [f for f in FAMILIES if f.name in selected]
+    workdir: Path = tmp_path_factory.mktemp("ivm_harness")
+    h = Harness(
+        families, request.config.stash[_CONFIG_KEY], workdir, all_tables=collect_tables(FAMILIES)
+    )
+    h.setup()
+    yield h
+
+
+@pytest.fixture(scope="session")
+def harness_report(request: pytest.FixtureRequest, harness: Harness) -> HarnessReport:
+    """All rounds run once for all selected families; per-family tests read the report."""
+    report = harness.run_rounds()
+    request.config.stash[_REPORT_KEY] = report
+    return report
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Print seed, per-round timings and failing families after the run."""
+    report = config.stash.get(_REPORT_KEY, None)
+    if report is not None:
+        terminalreporter.write_sep("-", "ivm harness")
+        terminalreporter.write_line(report.summary())

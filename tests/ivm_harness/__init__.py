@@ -1,0 +1,1 @@
+"""Differential test harness for the `ivm` materialization (see tests/README.md)."""

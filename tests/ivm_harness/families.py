@@ -1,0 +1,250 @@
+"""The base tables and query families of the differential test.
+
+To add a family, append one `Family(...)` to `FAMILIES`: a name (the model name and pytest
+id), the tables it reads, and the SELECT, which references base tables as
+`{{ source('base', '<table>') }}`.  Reuse a table below or declare a new one (a new name);
+tables are shared by every family that lists them, and their data is generated from the
+column declarations (`key=True` columns have a small domain, so groups collide and join keys
+match).
+"""
+
+from __future__ import annotations
+
+from .spec import Col, Family, Table
+
+# ------------------------------------------------------------------------------------------------
+# base tables
+# ------------------------------------------------------------------------------------------------
+
+#: All seven types; two string/int group keys; NULLs everywhere.
+T1 = Table(
+    "t1",
+    (
+        Col("k1", "string", key=True),
+        Col("k2", "int", key=True),
+        Col("i", "int"),
+        Col("b", "bigint"),
+        Col("d", "decimal(10,2)"),
+        Col("x", "double"),
+        Col("dt", "date"),
+        Col("flag", "boolean"),
+    ),
+)
+
+#: Keys of other types (a NOT NULL bigint, a date, a boolean).
+T2 = Table(
+    "t2",
+    (
+        Col("g", "bigint", key=True, nullable=False),
+        Col("day", "date", key=True),
+        Col("active", "boolean", key=True),
+        Col("s", "string"),
+        Col("qty", "int"),
+        Col("amount", "decimal(10,2)"),
+        Col("score", "double"),
+    ),
+)
+
+#: A base table written merge-on-read (its deletes/updates leave delete files, which Iceberg's
+#: changelog procedure refuses: IVM-DESIGN.md section 3).
+T3_MOR = Table(
+    "t3_mor",
+    (
+        Col("k", "string", key=True),
+        Col("v", "int"),
+        Col("w", "double"),
+    ),
+    properties=(
+        ("format-version", "2"),
+        ("write.delete.mode", "merge-on-read"),
+        ("write.update.mode", "merge-on-read"),
+        ("write.merge.mode", "merge-on-read"),
+    ),
+)
+
+# ------------------------------------------------------------------------------------------------
+# families
+# ------------------------------------------------------------------------------------------------
+
+FAMILIES: list[Family] = [
+    # --- GROUP BY with count / sum / avg (issue 2) ----------------------------------------------
+    Family(
+        "agg_one_key",
+        (T1,),
+        """
+        select k1, count(*) as n, count(i) as n_i, sum(i) as sum_i, sum(b) as sum_b,
+               sum(d) as sum_d, sum(x) as sum_x, avg(i) as avg_i, avg(d) as avg_d, avg(x) as avg_x
+        from {{ source('base', 't1') }}
+        group by k1
+        """,
+    ),
+    Family(
+        "agg_two_keys",
+        (T1,),
+        """
+        select k1, k2, count(*) as n, count(x) as n_x, sum(i) as sum_i, sum(d) as sum_d,
+               sum(x) as sum_x, avg(i) as avg_i, avg(d) as avg_d, avg(x) as avg_x
+        from {{ source('base', 't1') }}
+        group by k1, k2
+        """,
+    ),
+    Family(
+        "agg_date_bool_keys",
+        (T2,),
+        """
+        select day, active, count(*) as n, count(score) as n_score, sum(qty) as sum_qty,
+               sum(amount) as sum_amount, sum(score) as sum_score, avg(qty) as avg_qty,
+               avg(amount) as avg_amount, avg(score) as avg_score
+        from {{ source('base', 't2') }}
+        group by day, active
+        """,
+    ),
+    Family(
+        "agg_bigint_key",
+        (T2,),
+        """
+        select g, count(*) as n, count(s) as n_s, sum(amount) as sum_amount, avg(score) as avg_score
+        from {{ source('base', 't2') }}
+        group by g
+        """,
+    ),
+    Family(
+        "agg_hidden_keys",
+        (T1,),
+        """
+        select sum(i) as sum_i, count(*) as n
+        from {{ source('base', 't1') }}
+        group by k1, k2
+        """,
+    ),
+    # --- WHERE filters ---------------------------------------------------------------------------
+    Family(
+        "agg_where",
+        (T1,),
+        """
+        select k2, count(*) as n, sum(d) as sum_d, avg(x) as avg_x
+        from {{ source('base', 't1') }}
+        where i > 0 and k1 <> 'c'
+        group by k2
+        """,
+    ),
+    Family(
+        "agg_where_null_or",
+        (T1,),
+        """
+        select flag, count(*) as n, sum(i) as sum_i, avg(d) as avg_d
+        from {{ source('base', 't1') }}
+        where x is null or d < 0 or dt >= date'2024-06-01'
+        group by flag
+        """,
+    ),
+    # --- expressions before aggregation ----------------------------------------------------------
+    Family(
+        "agg_arg_exprs",
+        (T1,),
+        """
+        select coalesce(k1, 'none') as k, sum(i * 2 + 1) as s1, sum(d * 3 - 1) as s2,
+               avg(x / 2 + i) as a3, count(case when flag then 1 end) as n_true,
+               sum(case when x > 0 then x else 0 end) as pos_x
+        from {{ source('base', 't1') }}
+        group by coalesce(k1, 'none')
+        """,
+    ),
+    Family(
+        "agg_key_exprs",
+        (T1,),
+        """
+        select i % 3 as bucket, upper(k1) as uk, count(*) as n, sum(x) as sum_x
+        from {{ source('base', 't1') }}
+        group by i % 3, upper(k1)
+        """,
+    ),
+    # --- aggregates without GROUP BY (exactly one row, also when empty) --------------------------
+    Family(
+        "agg_ungrouped",
+        (T1,),
+        """
+        select count(*) as n, count(x) as n_x, sum(i) as sum_i, sum(b) as sum_b, sum(d) as sum_d,
+               sum(x) as sum_x, avg(i) as avg_i, avg(d) as avg_d, avg(x) as avg_x
+        from {{ source('base', 't1') }}
+        """,
+    ),
+    Family(
+        "agg_ungrouped_where",
+        (T2,),
+        """
+        select count(*) as n, sum(amount) as total, avg(score) as avg_score
+        from {{ source('base', 't2') }}
+        where active and qty > 10
+        """,
+    ),
+    # --- expressions over aggregates -------------------------------------------------------------
+    Family(
+        "agg_post_exprs",
+        (T1,),
+        """
+        select k2, sum(i) / count(*) as mean_i, round(avg(d), 2) as avg_d2, count(*) + 1 as n_plus,
+               sum(x) * 2 as twice_x, coalesce(sum(i), 0) as sum_i0, sum(d) - sum(i) as d_minus_i,
+               count(x) = count(*) as all_x,
+               case when count(*) > 2 then 'big' else 'small' end as size
+        from {{ source('base', 't1') }}
+        group by k2
+        """,
+    ),
+    Family(
+        "agg_post_exprs_ungrouped",
+        (T2,),
+        """
+        select sum(qty) / count(*) as mean_qty, count(*) + 1 as n_plus,
+               round(avg(amount), 2) as avg_amount2, coalesce(sum(score), -1) as sum_score
+        from {{ source('base', 't2') }}
+        """,
+    ),
+    # --- plain projections (bag semantics: duplicates as often as the SELECT returns them) ------
+    Family(
+        "proj_where",
+        (T1,),
+        """
+        select k1, i, d, x
+        from {{ source('base', 't1') }}
+        where i > -10
+        """,
+    ),
+    Family(
+        "proj_exprs",
+        (T1,),
+        """
+        select k1, i + 1 as i1, upper(k1) as uk, d * 2 as d2, x / 3 as x3, not flag as nf
+        from {{ source('base', 't1') }}
+        where k2 is not null or flag
+        """,
+    ),
+    Family(
+        "proj_keys_only",
+        (T1,),
+        """
+        select k1, k2
+        from {{ source('base', 't1') }}
+        """,
+    ),
+    Family(
+        "proj_star",
+        (T2,),
+        """
+        select *
+        from {{ source('base', 't2') }}
+        where qty >= 0 or qty is null
+        """,
+    ),
+    # --- merge-on-read base table ----------------------------------------------------------------
+    Family(
+        "agg_mor_base",
+        (T3_MOR,),
+        """
+        select k, count(*) as n, sum(v) as sum_v, avg(w) as avg_w
+        from {{ source('base', 't3_mor') }}
+        group by k
+        """,
+        tags=("mor",),
+    ),
+]

@@ -1,0 +1,483 @@
+"""The differential harness: build, change the base tables, refresh, compare, repeat.
+
+Round 0 builds every model.  Each later round applies random changes to several base tables
+with SQL, runs ONE `dbt run` over all models, and checks every model's relation against a
+fresh run of its compiled SELECT (as bags; same column names, order and Spark types; no
+`__ivm_` column).  Failures are collected per family with everything needed to replay them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import textwrap
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import datagen
+from .compare import BagDiff, compare_bags, format_diff, format_rows
+from .project import DbtProject, InvocationResult, ModelResult
+from .spec import Family, Table, check_unique_names, collect_tables
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+HIDDEN_PREFIX = "__ivm_"
+TARGET_SCHEMA = "ivm_harness"
+BASE_SCHEMA = "ivm_harness_base"
+
+#: Kinds of the change rounds, in order; longer runs append "mixed" rounds.
+ROUND_PLAN: tuple[str, ...] = ("mixed", "mixed", "noop", "empty", "mixed", "mixed")
+
+
+class HarnessError(RuntimeError):
+    """The harness itself could not run (as opposed to a model being wrong)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# configuration
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    """Knobs of one harness run (all settable through environment variables).
+
+    Attributes:
+        seed: `IVM_SEED` (random when unset; always printed).
+        rounds: `IVM_ROUNDS`, number of change rounds after the build (default 6).
+        materialization: `IVM_HARNESS_MATERIALIZATION` (default `ivm`; `table` for bring-up).
+        adapter_type: `IVM_HARNESS_ADAPTER` (default `spark_ivm`; `spark` for bring-up).
+        threads: `IVM_HARNESS_THREADS`, dbt threads (default 1: deterministic order).
+        corrupt: `IVM_HARNESS_CORRUPT=<family>[:<round>]`: after that round's dbt run, insert
+            a wrong row into that family's relation (only works when it is a table), to see
+            the harness fail.
+    """
+
+    seed: int
+    rounds: int = 6
+    materialization: str = "ivm"
+    adapter_type: str = "spark_ivm"
+    threads: int = 1
+    corrupt: tuple[str, int] | None = None
+
+    @classmethod
+    def from_env(cls, seed: int | None = None) -> HarnessConfig:
+        """Read the configuration from the environment."""
+        env = os.environ
+        if seed is None:
+            seed = int(env["IVM_SEED"]) if env.get("IVM_SEED") else secrets.randbelow(10**6)
+        corrupt = None
+        if env.get("IVM_HARNESS_CORRUPT"):
+            name, _, rnd = env["IVM_HARNESS_CORRUPT"].partition(":")
+            corrupt = (name, int(rnd) if rnd else 1)
+        return cls(
+            seed=seed,
+            rounds=int(env.get("IVM_ROUNDS", "6")),
+            materialization=env.get("IVM_HARNESS_MATERIALIZATION", "ivm"),
+            adapter_type=env.get("IVM_HARNESS_ADAPTER", "spark_ivm"),
+            threads=int(env.get("IVM_HARNESS_THREADS", "1")),
+            corrupt=corrupt,
+        )
+
+
+def round_kinds(change_rounds: int) -> list[str]:
+    """`build` followed by the kinds of the change rounds."""
+    kinds = list(ROUND_PLAN[:change_rounds])
+    kinds += ["mixed"] * (change_rounds - len(kinds))
+    return ["build", *kinds]
+
+
+# ------------------------------------------------------------------------------------------------
+# results
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RoundLog:
+    """What one round did to the base tables."""
+
+    number: int
+    kind: str
+    statements: dict[str, list[str]] = field(default_factory=dict)
+
+    def describe(self, tables: Sequence[str] | None = None) -> str:
+        """The statements of this round (of `tables` first, then the others)."""
+        if not any(self.statements.values()):
+            return "  (no change to any base table)"
+        order = list(tables or []) + sorted(t for t in self.statements if t not in (tables or []))
+        lines: list[str] = []
+        for name in order:
+            stmts = self.statements.get(name)
+            if not stmts:
+                continue
+            lines.append(f"  -- {name}")
+            lines.extend("  " + s.replace("\n", "\n  ") + ";" for s in stmts)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One family failing in one round."""
+
+    family: str
+    round: int
+    kind: str
+    text: str
+
+
+@dataclass
+class RoundTiming:
+    """Seconds spent in one round."""
+
+    number: int
+    kind: str
+    changes: float
+    dbt: float
+    check: float
+
+
+@dataclass
+class HarnessReport:
+    """Everything a harness run found."""
+
+    seed: int
+    workdir: Path
+    families: list[str]
+    failures: dict[str, list[Failure]] = field(default_factory=dict)
+    timings: list[RoundTiming] = field(default_factory=list)
+    setup_seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One paragraph: seed, rounds, time, failing families."""
+        total = self.setup_seconds + sum(t.changes + t.dbt + t.check for t in self.timings)
+        lines = [
+            (
+                f"ivm harness: seed {self.seed}, {len(self.families)} families, "
+                f"{len(self.timings)} rounds, {total:.0f}s (setup {self.setup_seconds:.0f}s), "
+                f"project {self.workdir}"
+            ),
+        ]
+        for t in self.timings:
+            lines.append(
+                f"  round {t.number} {t.kind:<6} changes {t.changes:5.1f}s  dbt {t.dbt:5.1f}s"
+                f"  check {t.check:5.1f}s"
+            )
+        bad = {f: v for f, v in self.failures.items() if v}
+        if bad:
+            lines.append(
+                "  failing: "
+                + ", ".join(
+                    f"{f} (rounds {', '.join(str(x.round) for x in v)})" for f, v in bad.items()
+                )
+            )
+        return "\n".join(lines)
+
+
+@dataclass
+class CheckResult:
+    """Comparison of a relation with a fresh run of its SELECT."""
+
+    problems: list[str]
+    columns: list[str]
+    diff: BagDiff | None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing differs."""
+        return not self.problems
+
+
+# ------------------------------------------------------------------------------------------------
+# the check
+# ------------------------------------------------------------------------------------------------
+
+
+def _float_positions(schema: StructType) -> list[int]:
+    """Positions of float/double columns (compared with a tolerance)."""
+    return [i for i, f in enumerate(schema.fields) if f.dataType.typeName() in ("double", "float")]
+
+
+def check_relation(spark: SparkSession, relation: str, sql: str) -> CheckResult:
+    """Compare `relation` with a fresh run of `sql`: columns, Spark types, rows as bags."""
+    problems: list[str] = []
+    try:
+        expected_df = spark.sql(sql)
+    except Exception as exc:  # noqa: BLE001 - report whatever Spark says
+        return CheckResult([f"the model SELECT itself fails: {exc}"], [], None)
+    try:
+        actual_df = spark.table(relation)
+    except Exception as exc:  # noqa: BLE001
+        return CheckResult([f"cannot read relation {relation}: {exc}"], [], None)
+    exp_schema, act_schema = expected_df.schema, actual_df.schema
+    exp_cols = [f.name for f in exp_schema.fields]
+    act_cols = [f.name for f in act_schema.fields]
+    hidden = [c for c in act_cols if c.lower().startswith(HIDDEN_PREFIX)]
+    if hidden:
+        problems.append(f"relation shows hidden columns: {hidden}")
+    if exp_cols != act_cols:
+        problems.append(f"column names differ:\n  SELECT:   {exp_cols}\n  relation: {act_cols}")
+    else:
+        for ef, af in zip(exp_schema.fields, act_schema.fields, strict=True):
+            if ef.dataType != af.dataType:
+                problems.append(
+                    f"column {ef.name}: SELECT type {ef.dataType.simpleString()}, "
+                    f"relation type {af.dataType.simpleString()}"
+                )
+    expected = [tuple(r) for r in expected_df.collect()]
+    actual = [tuple(r) for r in actual_df.collect()]
+    diff: BagDiff | None = None
+    if len(exp_cols) == len(act_cols):
+        floats = sorted(set(_float_positions(exp_schema)) | set(_float_positions(act_schema)))
+        diff = compare_bags(expected, actual, floats)
+        if not diff.equal:
+            problems.append(
+                f"rows differ (SELECT: {len(expected)} rows, relation: {len(actual)} rows)\n"
+                + format_diff(exp_cols, diff)
+            )
+    elif expected or actual:
+        problems.append(
+            f"cannot compare rows of different arity; SELECT returns {len(expected)} rows, "
+            f"relation holds {len(actual)}"
+        )
+    return CheckResult(problems, exp_cols, diff)
+
+
+def spark_session() -> SparkSession:
+    """The process's SparkSession, as started by the adapter (never a new one)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is None:
+        raise HarnessError("no SparkContext: the dbt adapter did not start Spark in this process")
+    return SparkSession.builder.getOrCreate()
+
+
+# ------------------------------------------------------------------------------------------------
+# the harness
+# ------------------------------------------------------------------------------------------------
+
+
+class Harness:
+    """Runs the families of the differential test through build + change rounds.
+
+    Args:
+        families: the families to run (the selected ones).
+        config: seed and knobs.
+        workdir: an empty directory for the dbt project and the ivm home.
+        all_tables: every table any family declares; which tables change in a round is drawn
+            from this list, so running a subset of families replays the same data.
+    """
+
+    def __init__(
+        self,
+        families: Sequence[Family],
+        config: HarnessConfig,
+        workdir: Path,
+        all_tables: Sequence[Table] | None = None,
+    ) -> None:
+        """Prepare the project layout (nothing runs yet)."""
+        check_unique_names(families)
+        self.families = list(families)
+        self.config = config
+        self.workdir = workdir
+        self.tables = collect_tables(self.families)
+        self.all_table_names = sorted({t.name for t in (all_tables or self.tables)})
+        self.project = DbtProject(
+            workdir / "project",
+            self.families,
+            self.tables,
+            materialization=config.materialization,
+            adapter_type=config.adapter_type,
+            target_schema=TARGET_SCHEMA,
+            base_schema=BASE_SCHEMA,
+            ivm_home=workdir / "ivm_home",
+            threads=config.threads,
+        )
+        self.changes_file = self.project.root / "changes.sql"
+        self._spark: SparkSession | None = None
+        self.report = HarnessReport(
+            seed=config.seed, workdir=self.project.root, families=[f.name for f in self.families]
+        )
+
+    # ---------------------------------------------------------------------------- spark
+
+    @property
+    def spark(self) -> SparkSession:
+        """The shared SparkSession (after `setup`)."""
+        if self._spark is None:
+            raise HarnessError("harness not set up")
+        return self._spark
+
+    def sql(self, statement: str) -> list[Any]:
+        """Run one statement on the shared session and return its rows."""
+        return self.spark.sql(statement).collect()
+
+    def rows(self, table: Table) -> list[datagen.Row]:
+        """Current rows of a base table."""
+        return [tuple(r) for r in self.spark.table(f"{BASE_SCHEMA}.{table.name}").collect()]
+
+    def _log(self, text: str) -> None:
+        with self.changes_file.open("a") as fh:
+            fh.write(text + "\n")
+
+    # ---------------------------------------------------------------------------- setup
+
+    def setup(self) -> None:
+        """Write the project, start Spark through dbt, create and fill the base tables."""
+        start = time.monotonic()
+        self.project.write()
+        self.changes_file.write_text(f"-- ivm harness, seed {self.config.seed}\n")
+        res = self.project.bootstrap()
+        if not res.success:
+            raise HarnessError(
+                f"dbt bootstrap (run-operation) failed: {res.error}; see {self.project.root}/logs"
+            )
+        self._spark = spark_session()
+        self.spark.conf.set("spark.sql.shuffle.partitions", "4")
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self._log("-- setup")
+        for table in self.tables:
+            self.sql(f"DROP TABLE IF EXISTS {BASE_SCHEMA}.{table.name}")
+            ddl = table.ddl(BASE_SCHEMA)
+            self.sql(ddl)
+            rng = datagen.table_rng(self.config.seed, "init", table)
+            insert = datagen.insert_sql(table, BASE_SCHEMA, datagen.initial_rows(table, rng))
+            self.sql(insert)
+            self._log(f"{ddl};\n{insert};")
+        self.report.setup_seconds = time.monotonic() - start
+
+    # ---------------------------------------------------------------------------- rounds
+
+    def apply_changes(self, number: int, kind: str) -> RoundLog:
+        """Apply the random changes of one round to the base tables (SQL, several tables)."""
+        log = RoundLog(number, kind)
+        seed = self.config.seed
+        if kind in ("build", "noop"):
+            return log
+        if kind == "empty":
+            for table in self.tables:
+                stmt = f"DELETE FROM {BASE_SCHEMA}.{table.name}"
+                self.sql(stmt)
+                log.statements[table.name] = [stmt]
+        else:
+            pick = random.Random(f"{seed}/{number}/tables")
+            names = self.all_table_names
+            changed = set(pick.sample(names, pick.randint(min(2, len(names)), len(names))))
+            for table in self.tables:
+                rng = datagen.table_rng(seed, number, table)
+                rows = self.rows(table)
+                if table.name not in changed and rows:
+                    continue
+                stmts: list[str] = []
+                for _ in range(rng.randint(1, 4)):
+                    stmt = datagen.change_statement(table, BASE_SCHEMA, rows, rng)
+                    self.sql(stmt)
+                    stmts.append(stmt)
+                    rows = self.rows(table)
+                log.statements[table.name] = stmts
+        self._log(f"-- round {number} ({kind})\n" + log.describe())
+        return log
+
+    def _corrupt(self, number: int, models: dict[str, ModelResult]) -> None:
+        """Inject a wrong row into a relation (IVM_HARNESS_CORRUPT), to see the harness fail."""
+        if self.config.corrupt is None or self.config.corrupt[1] != number:
+            return
+        result = models.get(self.config.corrupt[0])
+        if result is None or not result.compiled_sql:
+            return
+        self.sql(f"INSERT INTO {result.relation} SELECT * FROM ({result.compiled_sql}) LIMIT 1")
+
+    def check_family(
+        self,
+        family: Family,
+        result: ModelResult | None,
+        log: RoundLog,
+        invocation: InvocationResult,
+    ) -> Failure | None:
+        """Check one family's model after a round; a `Failure` with full context, or None."""
+        problems: list[str]
+        if result is None:
+            problems = [f"dbt produced no result for model {family.name}: {invocation.error}"]
+        elif result.status not in ("success", "pass"):
+            problems = [f"dbt run of the model: {result.status}: {result.message}"]
+        elif not result.compiled_sql:
+            problems = ["dbt returned no compiled SQL for the model"]
+        else:
+            problems = check_relation(self.spark, result.relation, result.compiled_sql).problems
+        if not problems:
+            return None
+        sql = result.compiled_sql if result is not None else None
+        text = self._failure_text(family, log, problems, sql)
+        return Failure(family.name, log.number, log.kind, text)
+
+    def _failure_text(
+        self, family: Family, log: RoundLog, problems: list[str], compiled_sql: str | None
+    ) -> str:
+        """The failure message: what, where, how to replay, the round's changes, the data."""
+        c = self.config
+        rounds = len(round_kinds(c.rounds)) - 1
+        table_names = [t.name for t in family.tables]
+        parts = [
+            f"family {family.name}: round {log.number} of {rounds} ({log.kind}), seed {c.seed}",
+            (
+                f"replay: IVM_SEED={c.seed} IVM_ROUNDS={c.rounds} .venv/bin/pytest "
+                f"tests/test_differential.py -k '{family.name}'"
+            ),
+            (
+                f"relation {TARGET_SCHEMA}.{family.name} (materialized={c.materialization}, "
+                f"adapter {c.adapter_type})"
+            ),
+            "",
+            *problems,
+            "",
+            "model SQL (compiled):" if compiled_sql else "model SQL:",
+            "  " + textwrap.dedent(compiled_sql or family.sql).strip().replace("\n", "\n  "),
+            "",
+            f"changes applied in round {log.number} before its dbt run:",
+            log.describe(table_names),
+            "",
+        ]
+        for table in family.tables:
+            try:
+                rows = sorted(self.rows(table), key=lambda r: tuple((v is None, str(v)) for v in r))
+                parts.append(f"base table {table.name} now ({len(rows)} rows):")
+                parts.append(format_rows([col.name for col in table.cols], rows))
+            except Exception as exc:  # noqa: BLE001
+                parts.append(f"base table {table.name}: cannot read: {exc}")
+        parts.append(
+            f"\ndbt project: {self.project.root} (logs/dbt.log; every change of every round in "
+            f"{self.changes_file.name})"
+        )
+        return "\n".join(parts)
+
+    def run(self) -> HarnessReport:
+        """Set up, then run every round; failures are collected, not raised."""
+        self.setup()
+        return self.run_rounds()
+
+    def run_rounds(self) -> HarnessReport:
+        """Run the build round and every change round (after `setup`)."""
+        names = [f.name for f in self.families]
+        for fam in self.families:
+            self.report.failures[fam.name] = []
+        for number, kind in enumerate(round_kinds(self.config.rounds)):
+            t0 = time.monotonic()
+            log = self.apply_changes(number, kind)
+            t1 = time.monotonic()
+            invocation = self.project.run(names) if names else InvocationResult(True, {}, None)
+            self._corrupt(number, invocation.models)
+            t2 = time.monotonic()
+            for fam in self.families:
+                failure = self.check_family(fam, invocation.models.get(fam.name), log, invocation)
+                if failure is not None:
+                    self.report.failures[fam.name].append(failure)
+            t3 = time.monotonic()
+            self.report.timings.append(RoundTiming(number, kind, t1 - t0, t2 - t1, t3 - t2))
+            self._log(f"-- round {number}: dbt {t2 - t1:.1f}s")
+        return self.report
