@@ -282,14 +282,10 @@ def _live_session() -> SparkSession | None:
 
 
 #: Spark-side loggers whose warnings are expected noise in the embedded set-up, raised to ERROR:
-#: * SparkSession: dbt-spark calls ``SparkSession.builder.enableHiveSupport()...getOrCreate()``
-#:   for every statement; ``enableHiveSupport`` sets a static setting, so Spark warns "Using an
-#:   existing Spark session" on every single statement (the session is shared on purpose).
 #: * ObjectStore: the Derby metastore warns "Failed to get database X" whenever dbt checks
 #:   for a schema that does not exist yet, and about the schema version of a fresh metastore.
-#: * HiveConf: Spark's bundled Hive warns about settings names it does not know.
+#: * HiveConf: Spark's bundled Hive warns about setting names it does not know.
 QUIET_LOGGERS = (
-    "org.apache.spark.sql.SparkSession",
     "org.apache.hadoop.hive.metastore.ObjectStore",
     "org.apache.hadoop.hive.conf.HiveConf",
 )
@@ -316,8 +312,9 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
 
     Returns the subset of ``parameters`` that may be set on a running session (runtime SQL
     settings such as ``spark.sql.shuffle.partitions``). dbt-spark re-applies the parameters it
-    is given before every statement; passing it static settings too (warehouse, catalogs,
-    jars) would only make Spark complain that they cannot change.
+    is given before every statement; passing it static settings too would make Spark warn
+    "Using an existing Spark session" on every statement (it does so for any static setting
+    whose value differs from the running one, and the warehouse dir is stored as ``file:...``).
 
     The session is a process-wide singleton: a second dbt invocation in the same process
     (tests, dbtRunner) reuses it, including its warehouse and metastore. If that invocation
