@@ -49,7 +49,7 @@ JVM_LAUNCH_SETTINGS = ("spark.driver.memory", DRIVER_JAVA_OPTIONS)
 # first statements of several threads would otherwise race to build the session.
 _SESSION_LOCK = threading.Lock()
 # ivm_home values already reported as not taking effect (log once per process, not per open).
-_REPORTED_MISMATCHES: set = set()
+_REPORTED_MISMATCHES: set[str] = set()
 
 
 # --------------------------------------------------------------------------------------------
