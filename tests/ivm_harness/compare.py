@@ -43,7 +43,7 @@ def _hashable(value: Any) -> Hashable:
     return value
 
 
-def _sort_key(row: Row) -> tuple[Any, ...]:
+def row_sort_key(row: Row) -> tuple[Any, ...]:
     """Total order over rows with NULLs and mixed types (for stable greedy matching/printing)."""
     return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in row)
 
@@ -86,10 +86,10 @@ def compare_bags(
             return tuple(v for i, v in enumerate(row) if i not in fset)
 
         extra_by_key: dict[tuple[Any, ...], list[Row]] = {}
-        for row, n in sorted(extra.items(), key=lambda kv: _sort_key(kv[0])):
+        for row, n in sorted(extra.items(), key=lambda kv: row_sort_key(kv[0])):
             extra_by_key.setdefault(exact_part(row), []).extend([row] * n)
         still_missing: Counter[Row] = Counter()
-        for row, n in sorted(missing.items(), key=lambda kv: _sort_key(kv[0])):
+        for row, n in sorted(missing.items(), key=lambda kv: row_sort_key(kv[0])):
             candidates = extra_by_key.get(exact_part(row), [])
             for _ in range(n):
                 for pos, cand in enumerate(candidates):
@@ -101,8 +101,8 @@ def compare_bags(
         missing = still_missing
         extra = Counter(r for rows in extra_by_key.values() for r in rows)
     return BagDiff(
-        missing=sorted(missing.items(), key=lambda kv: _sort_key(kv[0])),
-        extra=sorted(extra.items(), key=lambda kv: _sort_key(kv[0])),
+        missing=sorted(missing.items(), key=lambda kv: row_sort_key(kv[0])),
+        extra=sorted(extra.items(), key=lambda kv: row_sort_key(kv[0])),
     )
 
 

@@ -301,7 +301,7 @@ _MAKERS: tuple[tuple[StatementMaker, float, bool], ...] = (
     (_delete_group, 1.5, True),
     (_delete_pred, 1.5, True),
     (_delete_row, 0.7, True),
-    (_delete_all, 0.1, True),
+    (_delete_all, 0.3, True),
 )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import datagen
-from .compare import BagDiff, compare_bags, format_diff, format_rows
+from .compare import BagDiff, compare_bags, format_diff, format_rows, row_sort_key
 from .project import DbtProject, InvocationResult, ModelResult
 from .spec import Family, Table, check_unique_names, collect_tables
 
@@ -319,8 +319,9 @@ class Harness:
         return self.spark.sql(statement).collect()
 
     def rows(self, table: Table) -> list[datagen.Row]:
-        """Current rows of a base table."""
-        return [tuple(r) for r in self.spark.table(f"{BASE_SCHEMA}.{table.name}").collect()]
+        """Current rows of a base table, sorted (scan order varies; replays must not)."""
+        rows = [tuple(r) for r in self.spark.table(f"{BASE_SCHEMA}.{table.name}").collect()]
+        return sorted(rows, key=row_sort_key)
 
     def _log(self, text: str) -> None:
         with self.changes_file.open("a") as fh:
@@ -445,7 +446,7 @@ class Harness:
         ]
         for table in family.tables:
             try:
-                rows = sorted(self.rows(table), key=lambda r: tuple((v is None, str(v)) for v in r))
+                rows = self.rows(table)
                 parts.append(f"base table {table.name} now ({len(rows)} rows):")
                 parts.append(format_rows([col.name for col in table.cols], rows))
             except Exception as exc:  # noqa: BLE001
