@@ -285,9 +285,12 @@ def _live_session() -> SparkSession | None:
 #: * ObjectStore: the Derby metastore warns "Failed to get database X" whenever dbt checks
 #:   for a schema that does not exist yet, and about the schema version of a fresh metastore.
 #: * HiveConf: Spark's bundled Hive warns about setting names it does not know.
+#: * DataNucleus.Query: the metastore's ORM warns "Query for candidates of ... resulted in no
+#:   possible candidates" when a table is dropped (dbt-spark drops seeds on every `dbt seed`).
 QUIET_LOGGERS = (
     "org.apache.hadoop.hive.metastore.ObjectStore",
     "org.apache.hadoop.hive.conf.HiveConf",
+    "DataNucleus.Query",
 )
 
 
