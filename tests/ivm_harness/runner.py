@@ -392,7 +392,13 @@ class Harness:
         result = models.get(self.config.corrupt[0])
         if result is None or not result.compiled_sql:
             return
-        self.sql(f"INSERT INTO {result.relation} SELECT * FROM ({result.compiled_sql}) LIMIT 1")
+        try:
+            self.sql(f"INSERT INTO {result.relation} SELECT * FROM ({result.compiled_sql}) LIMIT 1")
+        except Exception as exc:
+            raise HarnessError(
+                f"IVM_HARNESS_CORRUPT: cannot insert into {result.relation} (a view? the knob "
+                f"works with IVM_HARNESS_MATERIALIZATION=table): {exc}"
+            ) from exc
 
     def check_family(
         self,
