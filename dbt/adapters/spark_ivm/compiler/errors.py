@@ -1,0 +1,38 @@
+"""Errors the ivm compiler raises: each names the model and the construct it refuses."""
+
+from __future__ import annotations
+
+
+class IvmError(Exception):
+    """Base class for every error of the ivm compiler and refresh."""
+
+
+class UnsupportedQueryError(IvmError):
+    """The model's SELECT uses a construct that cannot be maintained incrementally.
+
+    >>> str(UnsupportedQueryError("orders_by_day", "window function", "row_number() OVER (...)"))
+    "ivm model 'orders_by_day': window function is not supported: row_number() OVER (...). ..."
+    """
+
+    def __init__(self, model: str, construct: str, fragment: str = "", hint: str = "") -> None:
+        self.model = model
+        self.construct = construct
+        self.fragment = fragment
+        where = f": {fragment}" if fragment else ""
+        advice = hint or (
+            "Rewrite the model without it, or use materialized='table' for this model."
+        )
+        super().__init__(f"ivm model '{model}': {construct} is not supported{where}. {advice}")
+
+
+class BaseRelationError(IvmError):
+    """A base relation of the model cannot be read incrementally (e.g. not an Iceberg table)."""
+
+    def __init__(self, model: str, relation: str, problem: str, hint: str = "") -> None:
+        self.model = model
+        self.relation = relation
+        super().__init__(f"ivm model '{model}': base relation {relation} {problem}. {hint}".strip())
+
+
+class InjectedFailure(IvmError):
+    """Raised on purpose between refresh steps by the fault-injection hook (tests only)."""

@@ -1,0 +1,106 @@
+"""The typed IR of a maintainable query: what `analyze` finds in a model's SELECT.
+
+A query is `SELECT outputs FROM join chain WHERE where GROUP BY keys HAVING having`,
+optionally DISTINCT. The join chain is left-deep: input 0, then each step joins the chain so
+far with one more base relation occurrence (a self join is two occurrences of one relation).
+Expressions are sqlglot ASTs whose columns are qualified with the occurrence's alias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from sqlglot import exp
+
+
+class JoinKind(str, Enum):
+    """How a step of the left-deep chain joins the next input."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One occurrence of a base relation in FROM: `relation AS alias`.
+
+    `relation` is the normalised `db.table` name; `columns` are the (name, Spark type) pairs of
+    the relation, in table order.
+    """
+
+    alias: str
+    relation: str
+    columns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class JoinStep:
+    """`<chain so far> <kind> JOIN inputs[index] ON on` (on is TRUE for comma/cross joins)."""
+
+    kind: JoinKind
+    index: int
+    on: exp.Expression
+
+
+class AggKind(str, Enum):
+    """Which rule maintains an aggregate call (see `aggregates.py`)."""
+
+    COUNT_STAR = "count_star"
+    COUNT = "count"
+    SUM = "sum"
+    AVG = "avg"
+    MIN = "min"
+    MAX = "max"
+    RECOMPUTE = "recompute"
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One distinct aggregate call of the SELECT or HAVING clause, e.g. `sum(o.total)`."""
+
+    kind: AggKind
+    call: exp.Expression
+    arg: exp.Expression | None
+
+
+@dataclass
+class Query:
+    """A model's SELECT, normalised and checked."""
+
+    model: str
+    sql: str
+    inputs: list[Input]
+    steps: list[JoinStep]
+    where: exp.Expression | None
+    group_by: list[exp.Expression]
+    aggregates: list[Aggregate]
+    outputs: list[exp.Expression]
+    having: exp.Expression | None
+    distinct: bool
+    is_aggregate: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def relations(self) -> list[str]:
+        """The distinct base relations, in order of first occurrence."""
+        seen: list[str] = []
+        for inp in self.inputs:
+            if inp.relation not in seen:
+                seen.append(inp.relation)
+        return seen
+
+    def columns_of(self, relation: str) -> tuple[tuple[str, str], ...]:
+        """The columns of a base relation (from its first occurrence)."""
+        for inp in self.inputs:
+            if inp.relation == relation:
+                return inp.columns
+        raise KeyError(relation)
+
+    def input_named(self, alias: str) -> Input:
+        for inp in self.inputs:
+            if inp.alias == alias:
+                return inp
+        raise KeyError(alias)

@@ -1,0 +1,154 @@
+"""Outer joins: Oracle's fast-refresh algorithm for outer-join views, in counting form.
+
+For L LEFT JOIN S ON (l = s AND residual), the view is the inner join plus one NULL-padded
+row for every L row without a match (the anti join L |> S):
+
+    L LEFT JOIN S  =  (L JOIN S)  +  pad(L |> S)
+    d(L LEFT JOIN S) = d(L JOIN S)  +  pad( (L_new |> S_new)|K  -  (L_old |> S_old)|K )
+
+where K, the affected join keys, is the set of key values l of the rows in dL and of the key
+values s of the rows in dS. Only an L row whose key is in K can gain or lose its last match
+(its own row changed, or a row of S with its key did), so restricting both anti joins to K
+gives the exact change of the padded rows: +1 when an outer row loses its last match (Oracle's
+DEL.upd), -1 when a padded outer row gains its first match (INS.del); rows of one outer slice
+that keep a match cancel out. Keys are compared null-safely when restricting to K, so a
+changed L row with a NULL key (which never matches) is still seen.
+
+Example: L = {(1,'a')}, S = {(1,'x')}; delete (1,'x') from S. K = {1}.
+    (L_new |> S_new)|K = {(1,'a')}  -> +1 (1,'a',NULL)
+    (L_old |> S_old)|K = {}         -> nothing;
+and the inner part gives -1 (1,'a','x'): the view goes from (1,a,x) to (1,a,NULL).
+
+RIGHT JOIN mirrors this (the new input S is preserved); FULL JOIN applies both.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.delta import (
+    DELTA,
+    NEW,
+    OLD,
+    Term,
+    TermRenderer,
+)
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind, JoinStep
+from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match
+
+KEYS = "__ivm_keys"
+
+
+def _aliases(node: exp.Expression) -> set[str]:
+    return {c.table for c in node.find_all(exp.Column)}
+
+
+def equi_keys(
+    renderer: TermRenderer, step: JoinStep
+) -> tuple[list[exp.Expression], list[exp.Expression]]:
+    """The equality conjuncts `l = s` of the ON clause: (left expressions, right expressions).
+
+    >>> # ON c.id = o.customer_id AND o.status = 'open'  ->  ([c.id], [o.customer_id])
+    """
+    query = renderer.query
+    left = {query.inputs[i].alias for i in range(step.index)}
+    right = {query.inputs[step.index].alias}
+    lefts: list[exp.Expression] = []
+    rights: list[exp.Expression] = []
+    for conjunct in step.on.flatten() if isinstance(step.on, exp.And) else [step.on]:
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        a, b = conjunct.this, conjunct.expression
+        sa, sb = _aliases(a), _aliases(b)
+        if sa and sb and sa <= left and sb <= right:
+            lefts.append(a)
+            rights.append(b)
+        elif sa and sb and sb <= left and sa <= right:
+            lefts.append(b)
+            rights.append(a)
+    if not lefts:
+        raise UnsupportedQueryError(
+            query.model,
+            f"{step.kind.value.upper()} JOIN without an equality between its two sides",
+            step.on.sql(dialect="spark"),
+            "Outer joins are maintained per join key: add an equality such as a.id = b.a_id.",
+        )
+    return lefts, rights
+
+
+def _affected_keys(
+    renderer: TermRenderer,
+    step: JoinStep,
+    left_terms: list[Term],
+    lefts: list[exp.Expression],
+    rights: list[exp.Expression],
+) -> exp.Expression:
+    """K: the key values of the left side's delta rows and of the new input's delta rows."""
+    names = [f"c{i}" for i in range(len(lefts))]
+    parts: list[exp.Expression] = [
+        renderer.render(t, list(zip(names, lefts)), with_weight=False, with_where=False)
+        for t in left_terms
+    ]
+    if step.index in renderer.changed:
+        parts.append(
+            renderer.render(
+                Term(base=("leaf", step.index, DELTA)),
+                list(zip(names, rights)),
+                with_weight=False,
+                with_where=False,
+            )
+        )
+    union = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    return union
+
+
+def _in_keys(keys: exp.Expression, exprs: list[exp.Expression]) -> exp.Expression:
+    names = [col(f"c{i}", KEYS) for i in range(len(exprs))]
+    sub = (
+        exp.Select()
+        .select(exp.Literal.number(1))
+        .from_(exp.alias_(exp.Subquery(this=keys.copy()), KEYS, table=True, quoted=True))
+        .where(null_safe_match(names, exprs))
+    )
+    return exp.Exists(this=sub)
+
+
+def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Term]) -> list[Term]:
+    """The padded-row terms of d(N_(k-1) <outer> S_k) for step k (see the module docstring)."""
+    k = step.index
+    lefts, rights = equi_keys(renderer, step)
+    keys = _affected_keys(renderer, step, left_terms, lefts, rights)
+    terms: list[Term] = []
+    for version, sign in ((NEW, 1), (OLD, -1)):
+        if step.kind in (JoinKind.LEFT, JoinKind.FULL):
+            # Rows of the chain so far with no match in S_k at this version.
+            no_match = (
+                exp.Select()
+                .select(exp.Literal.number(1))
+                .from_(renderer.source(k, version))
+                .where(step.on.copy())
+            )
+            terms.append(
+                Term(
+                    base=("prefix", k - 1, version),
+                    padded=frozenset({k}),
+                    filters=(exp.Not(this=exp.Exists(this=no_match)), _in_keys(keys, lefts)),
+                    sign=sign,
+                )
+            )
+        if step.kind in (JoinKind.RIGHT, JoinKind.FULL):
+            # Rows of S_k with no match in the chain so far at this version.
+            no_match = renderer.prefix_from(k - 1, version).select(exp.Literal.number(1))
+            no_match = no_match.where(step.on.copy())
+            terms.append(
+                Term(
+                    base=("leaf", k, version),
+                    padded=frozenset(range(k)),
+                    filters=(exp.Not(this=exp.Exists(this=no_match)), _in_keys(keys, rights)),
+                    sign=sign,
+                )
+            )
+    return terms

@@ -1,0 +1,154 @@
+"""plan: the IR -> which rules maintain the query and the shape of its state table.
+
+Three shapes, all keyed by `__ivm_k<i>` columns with a multiplicity `__ivm_count__`:
+
+* aggregate: one state row per group (keys = GROUP BY expressions; no keys = exactly one row),
+  plus each aggregate rule's helper columns (`aggregates.py`);
+* distinct: one state row per distinct output row, visible while its count > 0;
+* bag: one state row per distinct output row, repeated `__ivm_count__` times by the view.
+
+Example: `select k, sum(x) as s from t group by k` -> keys [t.k], state
+(__ivm_k0, __ivm_count__, __ivm_sum_0, __ivm_nn_0), visible `k = __ivm_k0`,
+`s = CASE WHEN __ivm_nn_0 = 0 THEN NULL ELSE __ivm_sum_0 END`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.aggregates import (
+    COUNT,
+    AggregateRule,
+    RecomputeRule,
+    rule_for,
+)
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.templates import col
+
+
+class Shape(str, Enum):
+    AGGREGATE = "aggregate"
+    DISTINCT = "distinct"
+    BAG = "bag"
+
+
+@dataclass
+class Plan:
+    """Everything `render` needs to know about one model, independent of any refresh."""
+
+    query: Query
+    shape: Shape
+    keys: list[exp.Expression]
+    rules: list[AggregateRule]
+    output_names: list[str]
+    output_types: list[str]
+    visible: list[exp.Expression]
+    having: exp.Expression | None
+
+    @property
+    def grouped(self) -> bool:
+        """False only for an aggregate without GROUP BY, whose state is exactly one row."""
+        return bool(self.keys)
+
+    @property
+    def key_columns(self) -> list[str]:
+        return [f"__ivm_k{i}" for i in range(len(self.keys))]
+
+    @property
+    def helper_columns(self) -> list[str]:
+        return [c for rule in self.rules for c in rule.state_columns()]
+
+    @property
+    def state_columns(self) -> list[str]:
+        return [*self.key_columns, COUNT, *self.helper_columns]
+
+    @property
+    def may_recompute(self) -> bool:
+        return any(rule.needs_recompute("s", "d") is not None for rule in self.rules)
+
+    def delta_projections(self) -> list[tuple[str, exp.Expression]]:
+        """What each delta term selects before compaction: keys, aggregate arguments, and
+        the columns read by recompute-only aggregates (so their changes are not compacted
+        away)."""
+        out: list[tuple[str, exp.Expression]] = list(zip(self.key_columns, self.keys))
+        for rule in self.rules:
+            if isinstance(rule, RecomputeRule):
+                for n, column in enumerate(rule.referenced_columns()):
+                    out.append((f"__ivm_r{rule.index}_{n}", column))
+            elif rule.agg.arg is not None:
+                out.append((rule.arg_column, rule.agg.arg))
+        return out
+
+
+def _replace(node: exp.Expression, mapping: dict[exp.Expression, exp.Expression]) -> exp.Expression:
+    """Replace subtrees equal to a key of `mapping` (outermost first)."""
+
+    def sub(n: exp.Expression) -> exp.Expression:
+        found = mapping.get(n)
+        return found.copy() if found is not None else n
+
+    return node.copy().transform(sub, copy=False)
+
+
+def _unalias(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def plan(
+    query: Query,
+    output_columns: Sequence[tuple[str, str]],
+    arg_types: Sequence[str | None],
+) -> Plan:
+    """Choose the rules for `query`.
+
+    `output_columns` are the (name, type) pairs Spark gives the model's SELECT (DESCRIBE
+    QUERY); `arg_types` the Spark types of each aggregate's argument (None without one).
+    """
+    outputs = [_unalias(o) for o in query.outputs]
+    if len(outputs) != len(output_columns):
+        raise UnsupportedQueryError(
+            query.model,
+            "a select list whose columns do not match Spark's result",
+            f"{len(outputs)} expressions, {len(output_columns)} columns",
+        )
+    names = [name for name, _ in output_columns]
+    types = [dtype for _, dtype in output_columns]
+    if len({n.lower() for n in names}) != len(names):
+        raise UnsupportedQueryError(
+            query.model, "two output columns with the same name", ", ".join(names),
+            "Give every column of the SELECT its own alias.",
+        )  # fmt: skip
+
+    if not query.is_aggregate:
+        shape = Shape.DISTINCT if query.distinct else Shape.BAG
+        keys = [o.copy() for o in outputs]
+        visible = [col(f"__ivm_k{i}") for i in range(len(keys))]
+        return Plan(query, shape, keys, [], names, types, visible, None)
+
+    keys = [g.copy() for g in query.group_by]
+    rules = [rule_for(i, agg, arg_types[i]) for i, agg in enumerate(query.aggregates)]
+    mapping: dict[exp.Expression, exp.Expression] = {}
+    for rule in rules:
+        mapping[rule.agg.call] = rule.visible()
+    for i, key in enumerate(keys):
+        mapping.setdefault(key, col(f"__ivm_k{i}"))
+
+    def lift(node: exp.Expression, where: str) -> exp.Expression:
+        lifted = _replace(node, mapping)
+        stray = [c for c in lifted.find_all(exp.Column) if c.table]
+        if stray:
+            raise UnsupportedQueryError(
+                query.model,
+                f"a column in {where} that is neither grouped nor aggregated",
+                stray[0].sql(dialect="spark"),
+            )
+        return lifted
+
+    visible = [lift(o, "the select list") for o in outputs]
+    having = lift(query.having, "HAVING") if query.having is not None else None
+    return Plan(query, Shape.AGGREGATE, keys, rules, names, types, visible, having)

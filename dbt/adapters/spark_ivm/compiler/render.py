@@ -1,0 +1,352 @@
+"""render: a plan and one refresh's pinned versions -> the Spark SQL statements.
+
+The statements of a refresh, in order (see `refresh.py` for who runs them):
+
+1. the compacted view delta: every delta term of `delta.py` selects keys, aggregate
+   arguments and its weight; identical rows are summed and zero weights dropped;
+2. the delta table: that delta aggregated per key, with the stored state row's flags
+   (is the group new, does it disappear, must it be recomputed);
+3. for MIN/MAX and non-decomposable aggregates, the flagged groups recomputed from the new
+   base tables (only those groups);
+4. one MERGE INTO the state table (keys matched null-safely with `<=>`) that applies 2 and 3
+   and advances the metadata row's watermarks: the refresh's single, atomic commit.
+
+The model's relation is a view over the state table's data rows (`__ivm_row__ = 0`); it is
+only (re)created by a full build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.aggregates import COUNT, RECOMPUTE_FLAG, RECOMPUTED
+from dbt.adapters.spark_ivm.compiler.delta import (
+    DELTA,
+    NEW,
+    OLD,
+    WEIGHT,
+    Term,
+    TermRenderer,
+    join_delta_terms,
+)
+from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.templates import (
+    col,
+    null_safe_match,
+    sql,
+    table,
+    template,
+)
+
+MATCHED = "__ivm_matched"
+ROW = "__ivm_row__"  # 0: a row of the view's state; 1: the metadata row
+META = "__ivm_meta__"  # the metadata row's JSON: watermarks and SQL hash
+NEW_COUNT = "__ivm_new_count"
+STATE_PROPERTIES = (
+    "'format-version'='2', 'write.delete.mode'='merge-on-read', "
+    "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"
+)
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The snapshots one refresh reads each base relation at (None: the table had none)."""
+
+    old: Mapping[str, int | None]
+    new: Mapping[str, int | None]
+    logs: Mapping[str, str]
+
+    def changed(self, query: Query) -> frozenset[int]:
+        """Indexes of the inputs whose relation has a captured delta."""
+        return frozenset(i for i, inp in enumerate(query.inputs) if inp.relation in self.logs)
+
+
+def leaf_at(query: Query, versions: Versions | None):
+    """A LeafRenderer reading inputs at pinned snapshots (or the live table when None)."""
+
+    def leaf(index: int, version: str) -> exp.Expression:
+        relation = query.inputs[index].relation
+        if version == DELTA:
+            body = exp.Select().select(exp.Star()).from_(table(versions.logs[relation]))
+            return exp.Subquery(this=body)
+        if versions is None:
+            return table(relation)
+        snap = (versions.old if version == OLD else versions.new).get(relation)
+        if snap is None:
+            body = exp.Select().select(exp.Star()).from_(table(relation)).where(exp.false())
+        else:
+            body = template(f"SELECT * FROM :t VERSION AS OF {int(snap)}", t=table(relation))
+        return exp.Subquery(this=body)
+
+    return leaf
+
+
+def _full_term(query: Query) -> Term:
+    return Term(base=("prefix", len(query.inputs) - 1, NEW))
+
+
+def _group(select: exp.Select, keys: list[exp.Expression]) -> exp.Select:
+    return select.group_by(*(k.copy() for k in keys)) if keys else select
+
+
+def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.Expression:
+    """The state computed from scratch: keys, __ivm_count__ and every rule's helpers, plus
+    the metadata row (`__ivm_row__ = 1`) holding the watermarks of what was read."""
+    projections: list[tuple[str, exp.Expression]] = [
+        (ROW, exp.Literal.number(0)),
+        (META, exp.cast(exp.null(), exp.DataType.build("string"))),
+    ]
+    projections.extend(zip(plan.key_columns, plan.keys))
+    projections.append((COUNT, exp.Count(this=exp.Star())))
+    for rule in plan.rules:
+        projections.extend(rule.initial().items())
+    select = _group(
+        renderer.render(_full_term(plan.query), projections, with_weight=False), plan.keys
+    )
+    meta_row = exp.Select().select(
+        exp.alias_(exp.Literal.number(1), ROW, quoted=True),
+        exp.alias_(exp.Literal.string(meta), META, quoted=True),
+        *(exp.alias_(exp.null(), name, quoted=True) for name, _ in projections[2:]),
+    )
+    return exp.union(select, meta_row, distinct=False)
+
+
+def create_state_sql(state: str, select: exp.Expression) -> str:
+    """Create or atomically replace the state table (Iceberg, merge-on-read)."""
+    return (
+        f"CREATE OR REPLACE TABLE {sql(table(state))} USING iceberg "
+        f"TBLPROPERTIES ({STATE_PROPERTIES}) AS {sql(select)}"
+    )
+
+
+def meta_sql(state: str) -> str:
+    return f"SELECT {META} FROM {sql(table(state))} WHERE {ROW} = 1"
+
+
+def compacted_delta_select(plan: Plan, renderer: TermRenderer) -> exp.Select | None:
+    """The view delta's rows before aggregation, identical rows summed, zero weights dropped
+    (None when no input of the model changed)."""
+    terms = join_delta_terms(renderer)
+    if not terms:
+        return None
+    projections = plan.delta_projections()
+    parts = [renderer.render(t, projections) for t in terms]
+    union: exp.Expression = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    names = [name for name, _ in projections]
+    inner = exp.alias_(exp.Subquery(this=union), "__ivm_terms", table=True)
+    select = exp.Select().from_(inner)
+    for name in names:
+        select = select.select(col(name))
+    select = select.select(exp.alias_(template("SUM(:w)", w=col(WEIGHT)), WEIGHT, quoted=True))
+    if names:
+        select = select.group_by(*(col(n) for n in names))
+    return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)))
+
+
+def delta_table_select(plan: Plan, compacted: exp.Select, state: str) -> exp.Select:
+    """Per key: the summed weight, each rule's delta helpers, and the stored row's flags."""
+    w = col(WEIGHT)
+    agg = exp.Select().from_(exp.alias_(exp.Subquery(this=compacted), "__ivm_rows", table=True))
+    for name in plan.key_columns:
+        agg = agg.select(col(name))
+    agg = agg.select(exp.alias_(template("SUM(:w)", w=w), COUNT, quoted=True))
+    for rule in plan.rules:
+        for name, node in rule.delta(w).items():
+            agg = agg.select(exp.alias_(node, name, quoted=True))
+    if plan.key_columns:
+        agg = agg.group_by(*(col(n) for n in plan.key_columns))
+    agg = agg.having(template("COUNT(*) > 0"))
+
+    flags = [f for r in plan.rules if (f := r.needs_recompute("s", "d")) is not None]
+    flag = exp.or_(*flags) if flags else exp.false()
+    match = exp.and_(
+        template(":r = 0", r=col(ROW, "s")),
+        null_safe_match(
+            [col(k, "s") for k in plan.key_columns], [col(k, "d") for k in plan.key_columns]
+        ),
+    )
+    return (
+        exp.Select()
+        .select(exp.Column(this=exp.Star(), table=exp.to_identifier("d")))
+        .select(exp.alias_(flag, RECOMPUTE_FLAG, quoted=True))
+        .select(exp.alias_(template(":c IS NOT NULL", c=col(COUNT, "s")), MATCHED, quoted=True))
+        .select(
+            exp.alias_(
+                template("COALESCE(:s, 0) + :d", s=col(COUNT, "s"), d=col(COUNT, "d")),
+                NEW_COUNT,
+                quoted=True,
+            )
+        )
+        .from_(exp.alias_(exp.Subquery(this=agg), "d", table=True))
+        .join(exp.alias_(table(state), "s", table=True), on=match, join_type="left")
+    )
+
+
+def create_scratch_sql(name: str, select: exp.Expression) -> list[str]:
+    """(Re)create a refresh-scoped table: logs and the delta table.
+
+    Iceberg with PURGE: dropping a plain parquet table through Iceberg's SparkSessionCatalog
+    leaves its files behind, and the next CREATE then fails on the existing location.
+    """
+    return [
+        f"DROP TABLE IF EXISTS {sql(table(name))} PURGE",
+        f"CREATE TABLE {sql(table(name))} USING iceberg AS {sql(select)}",
+    ]
+
+
+def _typed(node: exp.Expression, column: str, types: Mapping[str, str]) -> exp.Expression:
+    dtype = types.get(column.lower())
+    return exp.cast(node, exp.DataType.build(dtype, dialect="spark")) if dtype else node
+
+
+def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Select:
+    """MIN/MAX and non-decomposable aggregates of the flagged groups, recomputed from the new
+    base tables restricted to those groups' keys; other groups are not read."""
+    projections = list(zip(plan.key_columns, plan.keys))
+    for rule in plan.rules:
+        projections.extend((RECOMPUTED + n, node) for n, node in rule.recompute().items())
+    term = _full_term(plan.query)
+    if plan.grouped:
+        flagged = (
+            exp.Select()
+            .select(exp.Literal.number(1))
+            .from_(exp.alias_(table(delta), "r", table=True))
+            .where(
+                exp.and_(
+                    col(RECOMPUTE_FLAG, "r"),
+                    template(":n > 0", n=col(NEW_COUNT, "r")),
+                    null_safe_match([col(k, "r") for k in plan.key_columns], plan.keys),
+                )
+            )
+        )
+        term = Term(base=term.base, filters=(exp.Exists(this=flagged),))
+    return _group(renderer.render(term, projections, with_weight=False), plan.keys)
+
+
+def recomputed_columns(plan: Plan) -> list[str]:
+    return [RECOMPUTED + n for rule in plan.rules for n in rule.recompute()]
+
+
+def merge_sql(
+    plan: Plan,
+    state: str,
+    delta: str,
+    recomputed: str | None,
+    meta: str,
+    types: Mapping[str, str],
+) -> str:
+    """The refresh's single commit: fold the delta into the state (keys matched with `<=>`),
+    set recomputed groups, and advance the metadata row's watermarks, in one MERGE."""
+    keys = plan.key_columns
+    rc_cols = recomputed_columns(plan)
+    source = (
+        exp.Select()
+        .select(
+            exp.alias_(exp.Literal.number(0), ROW, quoted=True),
+            exp.alias_(exp.cast(exp.null(), exp.DataType.build("string")), META, quoted=True),
+            exp.Column(this=exp.Star(), table=exp.to_identifier("d")),
+        )
+        .from_(exp.alias_(table(delta), "d", table=True))
+    )
+    if recomputed is not None and rc_cols:
+        source = source.select(*(col(c, "r") for c in rc_cols)).join(
+            exp.alias_(table(recomputed), "r", table=True),
+            on=null_safe_match([col(k, "d") for k in keys], [col(k, "r") for k in keys]),
+            join_type="left",
+        )
+    else:
+        source = source.select(*(exp.alias_(exp.null(), c, quoted=True) for c in rc_cols))
+    delta_columns = [*keys, COUNT, *(n for r in plan.rules for n in r.delta(col(WEIGHT)))]
+    delta_columns += [RECOMPUTE_FLAG, MATCHED, NEW_COUNT]
+    meta_row = exp.Select().select(
+        exp.alias_(exp.Literal.number(1), ROW, quoted=True),
+        exp.alias_(exp.Literal.string(meta), META, quoted=True),
+        *(exp.alias_(exp.null(), c, quoted=True) for c in [*delta_columns, *rc_cols]),
+    )
+    using = exp.union(source, meta_row, distinct=False)
+
+    updates: dict[str, exp.Expression] = {
+        COUNT: template(":s + :d", s=col(COUNT, "s"), d=col(COUNT, "d"))
+    }
+    inserts: dict[str, exp.Expression] = {ROW: exp.Literal.number(0)}
+    inserts.update({k: col(k, "d") for k in keys})
+    inserts[COUNT] = col(COUNT, "d")
+    for rule in plan.rules:
+        updates.update(rule.merged("s", "d"))
+        inserts.update(rule.inserted("d"))
+    set_list = ", ".join(f"{sql(col(c))} = {sql(_typed(v, c, types))}" for c, v in updates.items())
+    match = exp.and_(
+        template(":a = :b", a=col(ROW, "s"), b=col(ROW, "d")),
+        null_safe_match([col(k, "s") for k in keys], [col(k, "d") for k in keys]),
+    )
+    parts = [
+        f"MERGE INTO {sql(table(state))} AS s USING ({sql(using)}) AS d ON {sql(match)}",
+        f"WHEN MATCHED AND d.{ROW} = 1 THEN UPDATE SET {META} = d.{META}",
+    ]
+    if plan.grouped:
+        parts.append(f"WHEN MATCHED AND d.{NEW_COUNT} = 0 THEN DELETE")
+    parts.append(f"WHEN MATCHED THEN UPDATE SET {set_list}")
+    if plan.grouped:
+        cols = ", ".join(sql(col(c)) for c in inserts)
+        values = ", ".join(sql(_typed(v, c, types)) for c, v in inserts.items())
+        parts.append(
+            f"WHEN NOT MATCHED AND d.{ROW} = 0 AND d.{COUNT} > 0 THEN INSERT ({cols}) VALUES ({values})"
+        )
+    return " ".join(parts)
+
+
+def advance_meta_sql(state: str, meta: str) -> str:
+    """Advance only the watermarks (the changes did not affect the view): one commit."""
+    return (
+        f"UPDATE {sql(table(state))} SET {META} = {sql(exp.Literal.string(meta))} WHERE {ROW} = 1"
+    )
+
+
+def stats_sql(delta: str) -> str:
+    """Counts of state rows inserted, updated, deleted and groups recomputed by a refresh."""
+    return (
+        f"SELECT count_if(NOT {MATCHED} AND {NEW_COUNT} > 0), "
+        f"count_if({MATCHED} AND {NEW_COUNT} <> 0), "
+        f"count_if({MATCHED} AND {NEW_COUNT} = 0), "
+        f"count_if({RECOMPUTE_FLAG} AND {NEW_COUNT} > 0) FROM {sql(table(delta))}"
+    )
+
+
+def view_select(plan: Plan, state: str) -> str:
+    """The model's relation: visible columns only, each cast to Spark's type for the SELECT."""
+    select = exp.Select()
+    for node, name, dtype in zip(plan.visible, plan.output_names, plan.output_types):
+        typed = exp.cast(node.copy(), exp.DataType.build(dtype, dialect="spark"))
+        select = select.select(exp.alias_(typed, name, quoted=True))
+    select = select.from_(table(state)).where(template(":r = 0", r=col(ROW)))
+    if plan.having is not None:
+        select = select.where(plan.having.copy())
+    if plan.shape is Shape.BAG:
+        # Each distinct row is stored once with its multiplicity; repeat it that many times.
+        return _bag_view(select)
+    return sql(select)
+
+
+def _bag_view(select: exp.Select) -> str:
+    lateral = exp.Lateral(
+        this=template("EXPLODE(ARRAY_REPEAT(0, CAST(:c AS INT)))", c=col(COUNT)),
+        view=True,
+        alias=exp.TableAlias(
+            this=exp.to_identifier("__ivm_rep"), columns=[exp.to_identifier("__ivm_i")]
+        ),
+    )
+    return sql(select.lateral(lateral))
+
+
+def probe_select(query: Query, nodes: list[exp.Expression]) -> str:
+    """`SELECT nodes FROM <the model's FROM> WHERE FALSE`: for DESCRIBE QUERY of their types."""
+    renderer = TermRenderer(query, leaf_at(query, None))
+    projections = [(f"p{i}", n) for i, n in enumerate(nodes)] or [("p0", exp.Literal.number(1))]
+    select = renderer.render(_full_term(query), projections, with_weight=False, with_where=False)
+    return sql(select.where(exp.false()))

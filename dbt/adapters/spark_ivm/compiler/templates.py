@@ -1,0 +1,67 @@
+"""SQL templates filled with ASTs: `template("SUM(:x * :w)", x=col, w=weight)`.
+
+Templates are parsed once by sqlglot; `:name` placeholders are replaced by copies of the given
+expressions, so composition happens on trees, never on strings.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+DIALECT = "spark"
+
+
+@lru_cache(maxsize=512)
+def _parsed(sql: str) -> exp.Expression:
+    return sqlglot.parse_one(sql, dialect=DIALECT)
+
+
+def template(sql: str, **nodes: exp.Expression | str | int) -> exp.Expression:
+    """Parse `sql` and replace each `:name` placeholder with `nodes[name]`.
+
+    >>> template("SUM(:x * :w)", x=exp.column("v", "d"), w=exp.column("__ivm_w")).sql()
+    'SUM(d.v * __ivm_w)'
+    """
+
+    def fill(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and node.name in nodes:
+            value = nodes[node.name]
+            if isinstance(value, exp.Expression):
+                return value.copy()
+            return exp.convert(value)
+        return node
+
+    return _parsed(sql).copy().transform(fill, copy=False)
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    """A quoted column reference (`table`.`name`)."""
+    return exp.column(name, table, quoted=True)
+
+
+def table(relation: str) -> exp.Table:
+    """A quoted table reference for a `db.table` name."""
+    db, _, name = relation.partition(".")
+    return exp.table_(name, db, quoted=True)
+
+
+def sql(node: exp.Expression) -> str:
+    """Render for Spark."""
+    return node.sql(dialect=DIALECT)
+
+
+def conj(parts: list[exp.Expression]) -> exp.Expression | None:
+    """AND of the parts (None when there are none)."""
+    return exp.and_(*parts) if parts else None
+
+
+def null_safe_match(left: list[exp.Expression], right: list[exp.Expression]) -> exp.Expression:
+    """`l0 <=> r0 AND l1 <=> r1 ...`; TRUE when there are no keys (an ungrouped aggregate)."""
+    if not left:
+        return exp.true()
+    return exp.and_(
+        *(exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right))
+    )
