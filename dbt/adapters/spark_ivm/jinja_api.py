@@ -1,5 +1,95 @@
-"""Placeholder: the @available methods the ivm macros call (owned by the compiler author)."""
+"""The @available methods the ivm macros call: the compiler exposed to Jinja.
+
+They run SQL only through the model's dbt connection (session or thrift alike) and return
+plain dicts, so the macros stay thin: they decide nothing, they orchestrate.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dbt.adapters.base import available
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
+from dbt.adapters.spark_ivm.compiler.errors import IvmError
+from dbt.adapters.spark_ivm.compiler.refresh import Maintainer, Target, _describe_columns
+from dbt.adapters.spark_ivm.compiler.templates import sql, table
+
+logger = AdapterLogger("spark_ivm")
+TIMINGS_ENV = "DBT_SPARK_IVM_TIMINGS"
+
+
+class _ConnectionExecutor:
+    """Runs statements on the adapter's thread connection, returning raw row tuples (no agate
+    type inference: snapshot ids and hashes must stay exactly as Spark returns them)."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+
+    def execute(self, statement: str) -> None:
+        self.adapter.connections.add_query(statement, auto_begin=False)
+
+    def fetch(self, statement: str) -> list[tuple]:
+        _, cursor = self.adapter.connections.add_query(statement, auto_begin=False)
+        return [tuple(row) for row in cursor.fetchall()]
 
 
 class IvmJinjaApi:
     """Mixin for SparkIvmAdapter exposing the ivm compiler to Jinja."""
+
+    @available.parse_none
+    def ivm_maintain(
+        self,
+        model_name: str,
+        compiled_sql: str,
+        schema: str,
+        identifier: str,
+        existing_type: str | None,
+        full_refresh: bool,
+    ) -> dict[str, Any]:
+        """Build or incrementally refresh one ivm model; returns what the macro commits."""
+        maintainer = Maintainer(
+            executor=_ConnectionExecutor(self),
+            model=model_name,
+            compiled_sql=compiled_sql,
+            target=Target(schema, identifier),
+            existing=existing_type,
+            full_refresh=bool(full_refresh),
+            log=logger.info,
+        )
+        try:
+            outcome = maintainer.run()
+        except IvmError as e:
+            raise DbtRuntimeError(str(e)) from e
+        logger.info(f"ivm model '{model_name}': {outcome.summary}")
+        if os.environ.get(TIMINGS_ENV):
+            for label, seconds in outcome.timings:
+                logger.info(f"ivm model '{model_name}': {seconds:7.3f}s {label}")
+        return {
+            "mode": outcome.mode,
+            "reason": outcome.reason,
+            "main_sql": outcome.main_sql,
+            "summary": outcome.summary,
+            "sql_property": compiled_sql,
+        }
+
+    @available.parse_none
+    def ivm_consistency_sql(self, schema: str, identifier: str) -> str:
+        """SQL returning the rows where the relation and a fresh run of its SQL differ."""
+        relation = f"{schema}.{identifier}".lower()
+        executor = _ConnectionExecutor(self)
+        props = {
+            str(r[0]): str(r[1])
+            for r in executor.fetch(f"SHOW TBLPROPERTIES {sql(table(relation))}")
+            if len(r) >= 2
+        }
+        if "ivm.sql" not in props:
+            raise DbtRuntimeError(
+                f"ivm_consistent: {relation} is not an ivm relation (no ivm.sql property); "
+                "run the model with materialized='ivm' first."
+            )
+        columns = _describe_columns(executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}"))
+        return consistency_sql(relation, props["ivm.sql"], columns)

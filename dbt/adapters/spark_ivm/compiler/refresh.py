@@ -267,7 +267,12 @@ class Maintainer:
         )
         kind = "TABLE" if self.existing == "table" else "VIEW"
         drop_first = [f"DROP {kind} IF EXISTS {sql(table(self.target.view))}"]
-        props = {"ivm.format": FORMAT_VERSION, "ivm.sql_hash": digest, "ivm.state_table": state}
+        props = {
+            "ivm.format": FORMAT_VERSION,
+            "ivm.sql_hash": digest,
+            "ivm.state_table": state,
+            "ivm.sql": self.compiled_sql.strip(),
+        }
         prop_sql = ", ".join(
             f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
         )

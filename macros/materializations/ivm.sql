@@ -1,0 +1,33 @@
+{#
+  The `ivm` materialization: incremental view maintenance.
+
+  The first run builds the model's state table and the view over it; every later run applies
+  only what changed in its Iceberg base tables since the previous run (inserts, updates and
+  deletes), in one atomic MERGE. The compiler (dbt/adapters/spark_ivm/compiler) decides and
+  renders everything; this file only orchestrates.
+#}
+{% materialization ivm, adapter='spark_ivm' %}
+  {%- set existing = load_cached_relation(this) -%}
+  {%- set target_relation = this.incorporate(type='view') -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {#- capture (pin snapshots, write change logs), delta, recompute and commit: one call -#}
+  {%- set result = adapter.ivm_maintain(
+        model['unique_id'].split('.')[-1] if model.get('unique_id') else this.identifier,
+        sql, this.schema, this.identifier,
+        existing.type if existing is not none else none,
+        should_full_refresh()) -%}
+
+  {%- if result['mode'] == 'build' and existing is not none -%}
+    {{ adapter.drop_relation(existing) }}
+  {%- endif -%}
+
+  {% call statement('main') -%}
+    {{ result['main_sql'] }}
+  {%- endcall %}
+  {%- do store_raw_result('main', message=result['summary'], code='OK', rows_affected=none) -%}
+
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
