@@ -1,0 +1,159 @@
+"""A refresh that fails at any step leaves the previous relation visible and the next run correct.
+
+Failures are injected after each step of the refresh (DBT_SPARK_IVM_FAIL_AFTER=<step>): the
+view must still show what it showed before (or, after the commit, the new result), and the next
+run must make it equal to a fresh run of its SQL: no delta applied twice, none skipped.
+Also: bad input gets an error naming the model and the construct, and creates nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from dbt.cli.main import dbtRunner
+
+from dbt.adapters.spark_ivm.compiler.refresh import FAIL_ENV, STEPS
+
+SCHEMA = "ivm_atomic"
+MODEL_SQL = (
+    "select k, count(*) as n, sum(x) as s, max(x) as mx, count(distinct x) as dx "
+    f"from {SCHEMA}.base group by k"
+)
+
+
+def _write_project(root: Path) -> None:
+    (root / "models").mkdir(parents=True, exist_ok=True)
+    (root / "dbt_project.yml").write_text(
+        "name: atomic\nversion: '1.0'\nconfig-version: 2\nprofile: atomic\n"
+    )
+    (root / "profiles.yml").write_text(
+        "atomic:\n  target: dev\n  outputs:\n    dev:\n      type: spark_ivm\n"
+        f"      method: session\n      host: localhost\n      schema: {SCHEMA}\n"
+        f"      ivm_home: {root / '.spark_ivm'}\n"
+    )
+    (root / "models" / "agg.sql").write_text("{{ config(materialized='ivm') }}\n" + MODEL_SQL)
+    (root / "models" / "windowed.sql").write_text(
+        "{{ config(materialized='ivm') }}\n"
+        f"select k, row_number() over (order by x) as rn from {SCHEMA}.base"
+    )
+    (root / "models" / "on_parquet.sql").write_text(
+        "{{ config(materialized='ivm') }}\n"
+        f"select k, count(*) as n from {SCHEMA}.plain group by k"
+    )
+
+
+class Project:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runner = dbtRunner()
+
+    def dbt(self, *args: str):
+        return self.runner.invoke(
+            [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        )
+
+    @property
+    def spark(self):
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.getOrCreate()
+
+    def sql(self, statement: str) -> list[tuple]:
+        return [tuple(r) for r in self.spark.sql(statement).collect()]
+
+    def bag(self, statement: str) -> Counter:
+        return Counter(self.sql(statement))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    root = tmp_path_factory.mktemp("atomic")
+    _write_project(root)
+    p = Project(root)
+    assert p.dbt("debug").success
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
+    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4), ('a', 2)")
+    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.plain")
+    p.sql(f"CREATE TABLE {SCHEMA}.plain (k string) USING parquet")
+    return p
+
+
+def _change(p: Project, rnd: random.Random) -> None:
+    k = rnd.choice(["'a'", "'b'", "'c'", "NULL"])
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ({k}, {rnd.randint(-5, 9)}), ('a', 2)")
+    p.sql(f"DELETE FROM {SCHEMA}.base WHERE x = {rnd.randint(1, 4)}")
+    p.sql(f"UPDATE {SCHEMA}.base SET x = x + 1 WHERE k <=> {k}")
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(project: Project, step: str):
+    p = project
+    assert p.dbt("run", "--select", "agg").success
+    assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
+    before = p.bag(f"SELECT * FROM {SCHEMA}.agg")
+
+    _change(p, random.Random(step))
+    os.environ[FAIL_ENV] = step
+    try:
+        result = p.dbt("run", "--select", "agg")
+    finally:
+        del os.environ[FAIL_ENV]
+    assert not result.success, f"the injected failure after {step} did not fail the run"
+    after_failure = p.bag(f"SELECT * FROM {SCHEMA}.agg")
+    if step == "commit":
+        assert after_failure == p.bag(MODEL_SQL), "a failure after the commit lost the commit"
+    else:
+        assert after_failure == before, f"a failure after {step} changed the visible relation"
+
+    assert p.dbt("run", "--select", "agg").success
+    assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
+    # And once more with a further change: the watermark is where it should be.
+    _change(p, random.Random(step + "again"))
+    assert p.dbt("run", "--select", "agg").success
+    assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
+
+
+def _run_error(p: Project, model: str) -> str:
+    result = p.dbt("run", "--select", model)
+    assert not result.success
+    messages = [str(r.message) for r in result.result.results] if result.result else []
+    return " ".join(messages) + str(result.exception or "")
+
+
+def test_window_function_is_refused_by_name_and_nothing_is_created(project: Project):
+    message = _run_error(project, "windowed")
+    assert "windowed" in message and "window function" in message, message
+    tables = {r[1] for r in project.sql(f"SHOW TABLES IN {SCHEMA}")}
+    assert not any(t.startswith("windowed") for t in tables), tables
+
+
+def test_non_iceberg_base_is_refused_by_name(project: Project):
+    message = _run_error(project, "on_parquet")
+    assert "on_parquet" in message and "not an Apache Iceberg table" in message, message
+    tables = {r[1] for r in project.sql(f"SHOW TABLES IN {SCHEMA}")}
+    assert not any(t.startswith("on_parquet") for t in tables), tables
+
+
+def test_changed_sql_rebuilds_and_full_refresh_rebuilds(project: Project):
+    p = project
+    assert p.dbt("run", "--select", "agg").success
+    model = p.root / "models" / "agg.sql"
+    original = model.read_text()
+    try:
+        model.write_text(original.replace("count(*) as n", "count(*) + 1 as n"))
+        result = p.dbt("run", "--select", "agg")
+        assert result.success
+        assert "model SQL changed" in str(result.result.results[0].message)
+        expected = MODEL_SQL.replace("count(*) as n", "count(*) + 1 as n")
+        assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(expected)
+    finally:
+        model.write_text(original)
+    result = p.dbt("run", "--select", "agg", "--full-refresh")
+    assert result.success and "--full-refresh" in str(result.result.results[0].message)
+    assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
