@@ -122,20 +122,10 @@ FAMILIES: list[Family] = [
         "agg_where",
         (T1,),
         """
-        select k2, count(*) as n, sum(d) as sum_d, avg(x) as avg_x
+        select k2, flag, count(*) as n, sum(i) as sum_i, sum(d) as sum_d, avg(x) as avg_x
         from {{ source('base', 't1') }}
-        where i > 0 and k1 <> 'c'
-        group by k2
-        """,
-    ),
-    Family(
-        "agg_where_null_or",
-        (T1,),
-        """
-        select flag, count(*) as n, sum(i) as sum_i, avg(d) as avg_d
-        from {{ source('base', 't1') }}
-        where x is null or d < 0 or dt >= date'2024-06-01'
-        group by flag
+        where (i > 0 and k1 <> 'c') or x is null or dt >= date'2024-06-01'
+        group by k2, flag
         """,
     ),
     # --- expressions before aggregation ----------------------------------------------------------
@@ -173,7 +163,9 @@ FAMILIES: list[Family] = [
         "agg_ungrouped_where",
         (T2,),
         """
-        select count(*) as n, sum(amount) as total, avg(score) as avg_score
+        select count(*) as n, sum(amount) as total, avg(score) as avg_score,
+               sum(qty) / count(*) as mean_qty, count(*) + 1 as n_plus,
+               round(avg(amount), 2) as avg_amount2, coalesce(sum(score), -1) as sum_score
         from {{ source('base', 't2') }}
         where active and qty > 10
         """,
@@ -191,32 +183,14 @@ FAMILIES: list[Family] = [
         group by k2
         """,
     ),
-    Family(
-        "agg_post_exprs_ungrouped",
-        (T2,),
-        """
-        select sum(qty) / count(*) as mean_qty, count(*) + 1 as n_plus,
-               round(avg(amount), 2) as avg_amount2, coalesce(sum(score), -1) as sum_score
-        from {{ source('base', 't2') }}
-        """,
-    ),
     # --- plain projections (bag semantics: duplicates as often as the SELECT returns them) ------
-    Family(
-        "proj_where",
-        (T1,),
-        """
-        select k1, i, d, x
-        from {{ source('base', 't1') }}
-        where i > -10
-        """,
-    ),
     Family(
         "proj_exprs",
         (T1,),
         """
-        select k1, i + 1 as i1, upper(k1) as uk, d * 2 as d2, x / 3 as x3, not flag as nf
+        select k1, i, d, x, i + 1 as i1, upper(k1) as uk, d * 2 as d2, x / 3 as x3, not flag as nf
         from {{ source('base', 't1') }}
-        where k2 is not null or flag
+        where i > -10 and (k2 is not null or flag)
         """,
     ),
     Family(

@@ -323,6 +323,11 @@ class Harness:
         rows = [tuple(r) for r in self.spark.table(f"{BASE_SCHEMA}.{table.name}").collect()]
         return sorted(rows, key=row_sort_key)
 
+    def _exists(self, relation: str) -> bool:
+        """Whether `schema.name` exists (table or view)."""
+        schema, _, name = relation.rpartition(".")
+        return bool(self.spark.catalog.tableExists(name, schema or None))
+
     def _log(self, text: str) -> None:
         with self.changes_file.open("a") as fh:
             fh.write(text + "\n")
@@ -413,6 +418,13 @@ class Harness:
             problems = [f"dbt produced no result for model {family.name}: {invocation.error}"]
         elif result.status not in ("success", "pass"):
             problems = [f"dbt run of the model: {result.status}: {result.message}"]
+            if result.compiled_sql and self._exists(result.relation):
+                check = check_relation(self.spark, result.relation, result.compiled_sql)
+                problems.append(
+                    "the relation nevertheless matches its SELECT"
+                    if check.ok
+                    else "and the relation (as left by that run):\n" + "\n".join(check.problems)
+                )
         elif not result.compiled_sql:
             problems = ["dbt returned no compiled SQL for the model"]
         else:
