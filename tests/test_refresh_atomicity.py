@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 import random
-from collections import Counter
-from pathlib import Path
 
 import pytest
-from dbt.cli.main import dbtRunner
+from small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.refresh import FAIL_ENV, STEPS
 
@@ -25,55 +23,12 @@ MODEL_SQL = (
 )
 
 
-def _write_project(root: Path) -> None:
-    (root / "models").mkdir(parents=True, exist_ok=True)
-    (root / "dbt_project.yml").write_text(
-        "name: atomic\nversion: '1.0'\nconfig-version: 2\nprofile: atomic\n"
-    )
-    (root / "profiles.yml").write_text(
-        "atomic:\n  target: dev\n  outputs:\n    dev:\n      type: spark_ivm\n"
-        f"      method: session\n      host: localhost\n      schema: {SCHEMA}\n"
-        f"      ivm_home: {root / '.spark_ivm'}\n"
-    )
-    (root / "models" / "agg.sql").write_text("{{ config(materialized='ivm') }}\n" + MODEL_SQL)
-    (root / "models" / "windowed.sql").write_text(
-        "{{ config(materialized='ivm') }}\n"
-        f"select k, row_number() over (order by x) as rn from {SCHEMA}.base"
-    )
-    (root / "models" / "on_parquet.sql").write_text(
-        "{{ config(materialized='ivm') }}\n"
-        f"select k, count(*) as n from {SCHEMA}.plain group by k"
-    )
-
-
-class Project:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.runner = dbtRunner()
-
-    def dbt(self, *args: str):
-        return self.runner.invoke(
-            [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
-        )
-
-    @property
-    def spark(self):
-        from pyspark.sql import SparkSession
-
-        return SparkSession.builder.getOrCreate()
-
-    def sql(self, statement: str) -> list[tuple]:
-        return [tuple(r) for r in self.spark.sql(statement).collect()]
-
-    def bag(self, statement: str) -> Counter:
-        return Counter(self.sql(statement))
-
-
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    root = tmp_path_factory.mktemp("atomic")
-    _write_project(root)
-    p = Project(root)
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("atomic"), "atomic", SCHEMA)
+    p.model("agg", MODEL_SQL)
+    p.model("windowed", f"select k, row_number() over (order by x) as rn from {SCHEMA}.base")
+    p.model("on_parquet", f"select k, count(*) as n from {SCHEMA}.plain group by k")
     assert p.dbt("debug").success
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
@@ -84,7 +39,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return p
 
 
-def _change(p: Project, rnd: random.Random) -> None:
+def _change(p: SmallProject, rnd: random.Random) -> None:
     k = rnd.choice(["'a'", "'b'", "'c'", "NULL"])
     p.sql(f"INSERT INTO {SCHEMA}.base VALUES ({k}, {rnd.randint(-5, 9)}), ('a', 2)")
     p.sql(f"DELETE FROM {SCHEMA}.base WHERE x = {rnd.randint(1, 4)}")
@@ -92,7 +47,9 @@ def _change(p: Project, rnd: random.Random) -> None:
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(project: Project, step: str):
+def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(
+    project: SmallProject, step: str
+):
     p = project
     assert p.dbt("run", "--select", "agg").success
     assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
@@ -119,28 +76,28 @@ def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(project: Pr
     assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
 
 
-def _run_error(p: Project, model: str) -> str:
+def _run_error(p: SmallProject, model: str) -> str:
     result = p.dbt("run", "--select", model)
     assert not result.success
     messages = [str(r.message) for r in result.result.results] if result.result else []
     return " ".join(messages) + str(result.exception or "")
 
 
-def test_window_function_is_refused_by_name_and_nothing_is_created(project: Project):
+def test_window_function_is_refused_by_name_and_nothing_is_created(project: SmallProject):
     message = _run_error(project, "windowed")
     assert "windowed" in message and "window function" in message, message
     tables = {r[1] for r in project.sql(f"SHOW TABLES IN {SCHEMA}")}
     assert not any(t.startswith("windowed") for t in tables), tables
 
 
-def test_non_iceberg_base_is_refused_by_name(project: Project):
+def test_non_iceberg_base_is_refused_by_name(project: SmallProject):
     message = _run_error(project, "on_parquet")
     assert "on_parquet" in message and "not an Apache Iceberg table" in message, message
     tables = {r[1] for r in project.sql(f"SHOW TABLES IN {SCHEMA}")}
     assert not any(t.startswith("on_parquet") for t in tables), tables
 
 
-def test_changed_sql_rebuilds_and_full_refresh_rebuilds(project: Project):
+def test_changed_sql_rebuilds_and_full_refresh_rebuilds(project: SmallProject):
     p = project
     assert p.dbt("run", "--select", "agg").success
     model = p.root / "models" / "agg.sql"
