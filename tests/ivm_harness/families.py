@@ -62,6 +62,36 @@ T3_MOR = Table(
     ),
 )
 
+#: Join inputs shaped like a small star: orders -> customers -> nations (keys collide, NULLs).
+ORDERS = Table(
+    "orders",
+    (
+        Col("oid", "int", key=True),
+        Col("cust", "int", key=True),
+        Col("status", "string", key=True),
+        Col("amount", "decimal(10,2)"),
+        Col("weight", "double"),
+        Col("qty", "int"),
+    ),
+)
+CUSTOMERS = Table(
+    "customers",
+    (
+        Col("cid", "int", key=True),
+        Col("nation", "int", key=True),
+        Col("segment", "string", key=True),
+        Col("credit", "int"),
+    ),
+)
+NATIONS = Table(
+    "nations",
+    (
+        Col("nid", "int", key=True),
+        Col("nname", "string", key=True),
+        Col("region", "string", key=True),
+    ),
+)
+
 # ------------------------------------------------------------------------------------------------
 # families
 # ------------------------------------------------------------------------------------------------
@@ -220,5 +250,157 @@ FAMILIES: list[Family] = [
         group by k
         """,
         tags=("mor",),
+    ),
+    # --- inner joins, self joins, DISTINCT, MIN/MAX, count distinct, HAVING (issue 3) ---------
+    Family(
+        "join2_bag",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.oid, o.status, c.segment, o.amount, o.weight
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        """,
+    ),
+    Family(
+        "join3_agg",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select n.region, c.segment, count(*) as n, count(o.qty) as n_qty, sum(o.amount) as revenue,
+               avg(o.amount) as avg_amount, avg(o.weight) as avg_weight, min(o.qty) as min_qty,
+               max(o.amount) as biggest
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        join {{ source('base', 'nations') }} n on c.nation = n.nid
+        group by n.region, c.segment
+        """,
+    ),
+    Family(
+        "join_comma_where",
+        (ORDERS, CUSTOMERS),
+        """
+        select c.nation, sum(o.qty) as qty, count(*) as n
+        from {{ source('base', 'orders') }} o, {{ source('base', 'customers') }} c
+        where o.cust = c.cid and (o.amount > 0 or c.credit < 50)
+        group by c.nation
+        """,
+    ),
+    Family(
+        "self_join",
+        (ORDERS,),
+        """
+        select a.oid, b.oid as other, a.cust, a.qty + b.qty as qty2
+        from {{ source('base', 'orders') }} a
+        join {{ source('base', 'orders') }} b on a.cust = b.cust and a.oid < b.oid
+        """,
+    ),
+    Family(
+        "distinct_join",
+        (ORDERS, CUSTOMERS),
+        """
+        select distinct c.segment, o.status
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        """,
+    ),
+    Family(
+        "minmax",
+        (ORDERS,),
+        """
+        select status, min(qty) as min_qty, max(qty) as max_qty, min(amount) as min_amount,
+               max(weight) as max_weight, count(*) as n
+        from {{ source('base', 'orders') }}
+        group by status
+        """,
+    ),
+    Family(
+        "count_distinct_having",
+        (ORDERS, CUSTOMERS),
+        """
+        select c.segment, count(distinct o.status) as statuses, count(*) as n, max(o.qty) as mq
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        group by c.segment
+        having count(*) > 1 and coalesce(sum(o.qty), 0) >= 0
+        """,
+    ),
+    Family(
+        "cte_subquery",
+        (ORDERS, CUSTOMERS),
+        """
+        with big as (select cust, qty, amount from {{ source('base', 'orders') }} where qty > 0)
+        select s.segment, count(*) as n, sum(b.amount) as total
+        from big b
+        join (select cid, segment from {{ source('base', 'customers') }}) s on b.cust = s.cid
+        group by s.segment
+        """,
+    ),
+    Family(
+        "join_ungrouped",
+        (ORDERS, NATIONS),
+        """
+        select count(*) as n, sum(o.amount) as total, max(o.qty) as mq, min(n.nname) as first_name
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'nations') }} n on o.cust = n.nid
+        """,
+    ),
+    # --- outer joins (issue 4) ------------------------------------------------------------------
+    Family(
+        "left_join",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.cid, c.segment, o.oid, o.amount
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o on o.cust = c.cid
+        """,
+    ),
+    Family(
+        "right_join_on_extra",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.cid, c.segment, o.oid, o.qty
+        from {{ source('base', 'customers') }} c
+        right join {{ source('base', 'orders') }} o on o.cust = c.cid and c.credit > 20
+        """,
+    ),
+    Family(
+        "full_join",
+        (CUSTOMERS, NATIONS),
+        """
+        select c.cid, c.nation, n.nid, n.nname
+        from {{ source('base', 'customers') }} c
+        full join {{ source('base', 'nations') }} n on c.nation = n.nid
+        """,
+    ),
+    Family(
+        "chain_inner_left",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.oid, c.segment, n.nname
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        left join {{ source('base', 'nations') }} n on c.nation = n.nid and n.region <> 'r1'
+        """,
+    ),
+    Family(
+        "left_join_agg",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.cid, count(o.oid) as orders, sum(o.amount) as total, min(o.qty) as min_qty,
+               max(o.weight) as max_weight, count(*) as n
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o on o.cust = c.cid
+        group by c.cid
+        """,
+    ),
+    Family(
+        "left_join_where_null_side",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.segment, o.status, count(*) as n
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o on o.cust = c.cid
+        where o.qty is null or o.qty > 2
+        group by c.segment, o.status
+        """,
     ),
 ]
