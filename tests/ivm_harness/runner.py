@@ -14,6 +14,7 @@ import secrets
 import textwrap
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 HIDDEN_PREFIX = "__ivm_"
 TARGET_SCHEMA = "ivm_harness"
 BASE_SCHEMA = "ivm_harness_base"
+#: Threads comparing relations after a round (queries of small tables: mostly latency).
+CHECK_WORKERS = 4
 
 #: Kinds of the change rounds, in order; longer runs append "mixed" rounds.
 ROUND_PLAN: tuple[str, ...] = ("mixed", "mixed", "noop", "empty", "mixed", "mixed")
@@ -492,10 +495,18 @@ class Harness:
             invocation = self.project.run(names) if names else InvocationResult(True, {}, None)
             self._corrupt(number, invocation.models)
             t2 = time.monotonic()
-            for fam in self.families:
-                failure = self.check_family(fam, invocation.models.get(fam.name), log, invocation)
-                if failure is not None:
-                    self.report.failures[fam.name].append(failure)
+            # the checks only read; Spark runs queries from several threads concurrently
+            with ThreadPoolExecutor(max_workers=CHECK_WORKERS) as pool:
+                futures = [
+                    pool.submit(
+                        self.check_family, fam, invocation.models.get(fam.name), log, invocation
+                    )
+                    for fam in self.families
+                ]
+                failures = [f.result() for f in futures]
+                for fam, failure in zip(self.families, failures, strict=True):
+                    if failure is not None:
+                        self.report.failures[fam.name].append(failure)
             t3 = time.monotonic()
             self.report.timings.append(RoundTiming(number, kind, t1 - t0, t2 - t1, t3 - t2))
             self._log(f"-- round {number}: dbt {t2 - t1:.1f}s")
