@@ -56,7 +56,8 @@ class HarnessConfig:
         rounds: `IVM_ROUNDS`, number of change rounds after the build (default 6).
         materialization: `IVM_HARNESS_MATERIALIZATION` (default `ivm`; `table` for bring-up).
         adapter_type: `IVM_HARNESS_ADAPTER` (default `spark_ivm`; `spark` for bring-up).
-        threads: `IVM_HARNESS_THREADS`, dbt threads (default 1: deterministic order).
+        threads: `IVM_HARNESS_THREADS`, dbt threads (default 4, as dbt users run; 1 serialises
+            the refreshes, e.g. to rule out a concurrency problem).
         corrupt: `IVM_HARNESS_CORRUPT=<family>[:<round>]`: after that round's dbt run, insert
             a wrong row into that family's relation (only works when it is a table), to see
             the harness fail.
@@ -66,7 +67,7 @@ class HarnessConfig:
     rounds: int = 6
     materialization: str = "ivm"
     adapter_type: str = "spark_ivm"
-    threads: int = 1
+    threads: int = 4
     corrupt: tuple[str, int] | None = None
 
     @classmethod
@@ -84,7 +85,7 @@ class HarnessConfig:
             rounds=int(env.get("IVM_ROUNDS", "6")),
             materialization=env.get("IVM_HARNESS_MATERIALIZATION", "ivm"),
             adapter_type=env.get("IVM_HARNESS_ADAPTER", "spark_ivm"),
-            threads=int(env.get("IVM_HARNESS_THREADS", "1")),
+            threads=int(env.get("IVM_HARNESS_THREADS", "4")),
             corrupt=corrupt,
         )
 
@@ -448,7 +449,8 @@ class Harness:
         parts = [
             f"family {family.name}: round {log.number} of {rounds} ({log.kind}), seed {c.seed}",
             (
-                f"replay: IVM_SEED={c.seed} IVM_ROUNDS={c.rounds} .venv/bin/pytest "
+                f"replay: IVM_SEED={c.seed} IVM_ROUNDS={c.rounds} IVM_HARNESS_THREADS={c.threads} "
+                ".venv/bin/pytest "
                 f"tests/test_differential.py -k '{family.name}'"
             ),
             (
