@@ -15,7 +15,12 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
-from dbt.adapters.spark_ivm.compiler.refresh import Maintainer, Target, _describe_columns
+from dbt.adapters.spark_ivm.compiler.refresh import (
+    Maintainer,
+    Target,
+    describe_columns,
+    table_properties,
+)
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 logger = AdapterLogger("spark_ivm")
@@ -73,7 +78,6 @@ class IvmJinjaApi:
             "reason": outcome.reason,
             "main_sql": outcome.main_sql,
             "summary": outcome.summary,
-            "sql_property": compiled_sql,
         }
 
     @available.parse_none
@@ -81,15 +85,11 @@ class IvmJinjaApi:
         """SQL returning the rows where the relation and a fresh run of its SQL differ."""
         relation = f"{schema}.{identifier}".lower()
         executor = _ConnectionExecutor(self)
-        props = {
-            str(r[0]): str(r[1])
-            for r in executor.fetch(f"SHOW TBLPROPERTIES {sql(table(relation))}")
-            if len(r) >= 2
-        }
+        props = table_properties(executor.fetch, relation)
         if "ivm.sql" not in props:
             raise DbtRuntimeError(
                 f"ivm_consistent: {relation} is not an ivm relation (no ivm.sql property); "
                 "run the model with materialized='ivm' first."
             )
-        columns = _describe_columns(executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}"))
+        columns = describe_columns(executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}"))
         return consistency_sql(relation, props["ivm.sql"], columns)

@@ -89,11 +89,10 @@ class Outcome:
     reason: str
     main_sql: str
     summary: str
-    drop_first: list[str] = field(default_factory=list)
     timings: list[tuple[str, float]] = field(default_factory=list)
 
 
-def _describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
+def describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
     """Column (name, type) pairs of a DESCRIBE TABLE / DESCRIBE QUERY result."""
     out: list[tuple[str, str]] = []
     for row in rows:
@@ -102,6 +101,12 @@ def _describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
             break
         out.append((name, dtype))
     return out
+
+
+def table_properties(fetch: Callable[[str], list[tuple]], relation: str) -> dict[str, str]:
+    """A relation's TBLPROPERTIES as a dict."""
+    rows = fetch(f"SHOW TBLPROPERTIES {sql(table(relation))}")
+    return {str(r[0]): str(r[1]) for r in rows if len(r) >= 2}
 
 
 def is_iceberg(props: dict[str, str]) -> bool:
@@ -146,8 +151,7 @@ class Maintainer:
 
     # -- facts ----------------------------------------------------------------------------
     def _properties(self, relation: str) -> dict[str, str]:
-        rows = self._fetch("properties", f"SHOW TBLPROPERTIES {sql(table(relation))}")
-        return {str(r[0]): str(r[1]) for r in rows if len(r) >= 2}
+        return table_properties(lambda q: self._fetch("properties", q), relation)
 
     def _base_facts(self, relations: list[str]) -> dict[str, list[tuple[str, str]]]:
         schemas: dict[str, list[tuple[str, str]]] = {}
@@ -166,7 +170,7 @@ class Maintainer:
                     "seeds and table models), or use materialized='table' for this model.",
                 )
             rows = self._fetch("describe", f"DESCRIBE TABLE {sql(table(relation))}")
-            schemas[relation] = _describe_columns(rows)
+            schemas[relation] = describe_columns(rows)
         return schemas
 
     def _current_snapshot(self, relation: str) -> int | None:
@@ -180,7 +184,7 @@ class Maintainer:
         relations = base_relations(self.compiled_sql, default_db)
         schemas = self._base_facts(relations)
         query = analyze(self.compiled_sql, self.model, schemas, default_db)
-        outputs = _describe_columns(
+        outputs = describe_columns(
             self._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
         )
         args = [a.arg for a in query.aggregates]
@@ -190,7 +194,7 @@ class Maintainer:
             probe = render.probe_select(query, present)
             types = [
                 t
-                for _, t in _describe_columns(
+                for _, t in describe_columns(
                     self._fetch("describe args", f"DESCRIBE QUERY {probe}")
                 )
             ]
@@ -210,12 +214,10 @@ class Maintainer:
         if reason is None:
             assert meta is not None
             outcome = self._refresh(the_plan, meta, digest)
-            if outcome is not None:
+            if isinstance(outcome, Outcome):
                 return outcome
-            reason = self._lineage_reason
+            reason = outcome
         return self._build(the_plan, digest, reason)
-
-    _lineage_reason = ""
 
     def _meta(self) -> dict | None:
         """The committed metadata row, or None when there is no readable ivm state."""
@@ -265,8 +267,6 @@ class Maintainer:
         rows = self._fetch(
             "count", f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
         )
-        kind = "TABLE" if self.existing == "table" else "VIEW"
-        drop_first = [f"DROP {kind} IF EXISTS {sql(table(self.target.view))}"]
         props = {
             "ivm.format": FORMAT_VERSION,
             "ivm.sql_hash": digest,
@@ -285,14 +285,14 @@ class Maintainer:
             reason=reason,
             main_sql=main_sql,
             summary=f"built ({reason}): {rows[0][0]} state rows",
-            drop_first=drop_first if self.existing else [],
             timings=self.timings,
         )
 
     def _capture(
         self, query, watermarks: dict[str, int | None], pinned: dict[str, int | None]
-    ) -> tuple[dict[str, str], dict[str, int]] | None:
-        """Write one compacted log per changed base relation; None if a lineage is broken."""
+    ) -> tuple[dict[str, str], dict[str, int]] | str:
+        """Write one compacted log per changed base relation; a rebuild reason when a base
+        table's lineage is broken (its change since the watermark cannot be read)."""
         logs: dict[str, str] = {}
         counts: dict[str, int] = {}
         for index, relation in enumerate(query.relations):
@@ -305,10 +305,7 @@ class Maintainer:
             )
             method = capture.choose_method(snaps, old, new)
             if method is None:
-                self._lineage_reason = (
-                    f"base table {relation} was replaced or rolled back since the last refresh"
-                )
-                return None
+                return f"base table {relation} was replaced or rolled back since the last refresh"
             if method is capture.CaptureMethod.NONE or new is None:
                 counts[relation] = 0
                 continue
@@ -329,7 +326,8 @@ class Maintainer:
                 logs[relation] = log_table
         return logs, counts
 
-    def _refresh(self, the_plan: Plan, meta: dict, digest: str) -> Outcome | None:
+    def _refresh(self, the_plan: Plan, meta: dict, digest: str) -> Outcome | str:
+        """The incremental refresh, or the reason it cannot be done (then: rebuild)."""
         query = the_plan.query
         state = self.target.state
         watermarks: dict[str, int | None] = {
@@ -337,8 +335,8 @@ class Maintainer:
         }
         pinned = self._pin(the_plan)
         captured = self._capture(query, watermarks, pinned)
-        if captured is None:
-            return None
+        if isinstance(captured, str):
+            return captured
         logs, counts = captured
         self._checkpoint("logs")
         changes = ", ".join(f"{r}: {n} delta rows" for r, n in counts.items())
@@ -367,7 +365,7 @@ class Maintainer:
                 self._checkpoint("recompute")
                 types = {
                     n.lower(): t
-                    for n, t in _describe_columns(
+                    for n, t in describe_columns(
                         self._fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
                     )
                 }
