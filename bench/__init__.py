@@ -1,0 +1,1 @@
+"""The ivm benchmark (issue 5): see bench/README.md; run with `python -m bench.run`."""

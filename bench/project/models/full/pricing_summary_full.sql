@@ -1,0 +1,1 @@
+{{ bench_pricing_summary() }}

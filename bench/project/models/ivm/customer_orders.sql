@@ -1,0 +1,1 @@
+{{ bench_customer_orders() }}

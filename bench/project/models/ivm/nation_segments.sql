@@ -1,0 +1,1 @@
+{{ bench_nation_segments() }}
