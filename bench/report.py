@@ -1,0 +1,414 @@
+"""Figures of a benchmark run: medians, targets, plots and the results section of the README.
+
+    .venv/bin/python bench/report.py bench/results/results.json [--readme bench/README.md]
+
+Reads `results.json` (written by bench/run.py), writes `refresh_vs_fraction.png` and
+`refresh_vs_scale.png` beside it and replaces the part of the README between
+`<!-- results:start -->` and `<!-- results:end -->`. Self-contained (no bench imports), so
+it also runs as a plain script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib import ticker
+
+START = "<!-- results:start -->"
+END = "<!-- results:end -->"
+FRACTION_PLOT = "refresh_vs_fraction.png"
+SCALE_PLOT = "refresh_vs_scale.png"
+
+#: The issue's targets: (model, minimum full/ivm ratio at the scale fraction of the main SF).
+SPEEDUP_TARGETS = (("pricing_summary", 20.0), ("nation_revenue", 10.0))
+NO_CHANGE_TARGET = 2.0  # seconds per model
+GROWTH_TARGET = 1.5  # ivm time at the largest SF / at the smallest
+
+
+# ------------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------------
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _ratio(full: float | None, ivm: float | None) -> float | None:
+    return full / ivm if full is not None and ivm else None
+
+
+def _model_times(rounds: Sequence[dict[str, Any]], side: str, model: str) -> list[float]:
+    name = model if side == "ivm" else f"{model}_full"
+    return [r[side]["models"][name]["seconds"] for r in rounds if name in r[side]["models"]]
+
+
+def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    fractions = sorted({r["fraction"] for r in run["rounds"]})
+    rows = []
+    for f in fractions:
+        rounds = [r for r in run["rounds"] if r["fraction"] == f]
+        ivm = _model_times(rounds, "ivm", model)
+        full = _model_times(rounds, "full", model)
+        rows.append(
+            {
+                "fraction": f,
+                "ivm": ivm,
+                "full": full,
+                "ivm_median": _median(ivm),
+                "full_median": _median(full),
+                "ratio": _ratio(_median(full), _median(ivm)),
+            }
+        )
+    return rows
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """Medians per model and fraction, no-change times, the scale series, checks, targets."""
+    settings, models = results["settings"], results["models"]
+    runs = results["runs"]
+    main = next(r for r in runs if r["sf"] == settings["sf"])
+    scale_fraction = settings["scale_fraction"]
+    by_fraction = {m: _by_fraction(main, m) for m in models}
+    no_change = {
+        m: _median([inv["models"][m]["seconds"] for inv in main["no_change"]]) for m in models
+    }
+    by_scale: dict[str, list[dict[str, Any]]] = {m: [] for m in models}
+    for run in sorted(runs, key=lambda r: r["sf"]):
+        for m in models:
+            row = next((x for x in _by_fraction(run, m) if x["fraction"] == scale_fraction), None)
+            if row is not None:
+                by_scale[m].append({"sf": run["sf"], **row})
+    all_checks = [
+        c
+        for run in runs
+        for c in [*run["build"]["checks"], *(c for r in run["rounds"] for c in r["checks"])]
+    ]
+    rebuilt = [
+        f"SF {run['sf']:g} {r['fraction']:.1%} rep {r['rep'] + 1}: {name}"
+        for run in runs
+        for r in run["rounds"]
+        for name, m in r["ivm"]["models"].items()
+        if m["message"].startswith("built")
+    ]
+    summary = {
+        "sf": settings["sf"],
+        "by_fraction": by_fraction,
+        "no_change": no_change,
+        "no_change_overhead": _median([inv["overhead"] for inv in main["no_change"]]),
+        "by_scale": by_scale,
+        "builds": {
+            f"{run['sf']:g}": {
+                m: {
+                    "ivm": run["build"]["ivm"]["models"][m]["seconds"],
+                    "full": run["build"]["full"]["models"][f"{m}_full"]["seconds"],
+                }
+                for m in models
+            }
+            for run in runs
+        },
+        "checks": {"run": len(all_checks), "passed": sum(1 for c in all_checks if c["ok"])},
+        "rebuilt_during_refresh": rebuilt,
+    }
+    summary["targets"] = targets(summary, settings)
+    return summary
+
+
+def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets with what was measured (reported, never asserted)."""
+    found: list[dict[str, Any]] = []
+    sf, fraction = settings["sf"], settings["scale_fraction"]
+    for model, wanted in SPEEDUP_TARGETS:
+        row = next((x for x in summary["by_fraction"][model] if x["fraction"] == fraction), None)
+        if row is not None and row["ratio"] is not None:
+            found.append(
+                {
+                    "target": f"{model}: ivm >= {wanted:g}x faster than full at SF {sf:g}, "
+                    f"{fraction:.1%} changed",
+                    "measured": _x(row["ratio"]),
+                    "met": row["ratio"] >= wanted,
+                }
+            )
+    for model, rows in summary["by_fraction"].items():
+        if rows and rows[-1]["ratio"] is not None and len(rows) > 1:
+            found.append(
+                {
+                    "target": f"{model}: ivm still faster at {rows[-1]['fraction']:.1%} changed",
+                    "measured": _x(rows[-1]["ratio"]),
+                    "met": rows[-1]["ratio"] > 1,
+                }
+            )
+    worst = max(((s, m) for m, s in summary["no_change"].items() if s is not None), default=None)
+    if worst is not None:
+        found.append(
+            {
+                "target": f"no-change refresh < {NO_CHANGE_TARGET:g} s per model "
+                "(beyond dbt's start-up)",
+                "measured": f"{worst[0]:.2f} s (slowest: {worst[1]})",
+                "met": worst[0] < NO_CHANGE_TARGET,
+            }
+        )
+    for model, rows in summary["by_scale"].items():
+        if len(rows) > 1 and rows[0]["ivm_median"]:
+            growth = rows[-1]["ivm_median"] / rows[0]["ivm_median"]
+            found.append(
+                {
+                    "target": f"{model}: ivm refresh at {fraction:.1%} grows < "
+                    f"{GROWTH_TARGET:g}x from SF {rows[0]['sf']:g} to SF {rows[-1]['sf']:g}",
+                    "measured": _x(growth),
+                    "met": growth < GROWTH_TARGET,
+                }
+            )
+    return found
+
+
+# ------------------------------------------------------------------------------------------------
+# plots
+# ------------------------------------------------------------------------------------------------
+
+
+def _grid(count: int) -> tuple[Any, list[Any]]:
+    cols = 2 if count > 1 else 1
+    rows = (count + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return fig, flat[:count]
+
+
+def _axes(ax: Any, xs: list[float], title: str, xlabel: str, labels: list[str]) -> None:
+    """Log-log axes with the measured x values as ticks and plain numbers."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(xs, labels=labels)
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("seconds (median, min-max)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def _line(ax: Any, xs: list[float], rows: list[dict[str, Any]], side: str, **style: Any) -> None:
+    medians = [r[f"{side}_median"] for r in rows]
+    low = [m - min(r[side]) for m, r in zip(medians, rows, strict=True)]
+    high = [max(r[side]) - m for m, r in zip(medians, rows, strict=True)]
+    ax.errorbar(xs, medians, yerr=[low, high], marker="o", capsize=3, **style)
+
+
+def plot_fractions(summary: dict[str, Any], path: Path) -> None:
+    """Per model: refresh and full rebuild time against the change fraction (log-log)."""
+    models = list(summary["by_fraction"])
+    fig, axes = _grid(len(models))
+    for ax, model in zip(axes, models, strict=True):
+        rows = [r for r in summary["by_fraction"][model] if r["ivm"] and r["full"]]
+        xs = [r["fraction"] * 100 for r in rows]
+        _line(ax, xs, rows, "ivm", label="ivm refresh", color="tab:blue")
+        _line(ax, xs, rows, "full", label="full rebuild (table)", color="tab:red")
+        still = summary["no_change"].get(model)
+        if still is not None:
+            ax.axhline(still, color="tab:blue", linestyle=":", label="ivm, no change")
+        _axes(
+            ax,
+            xs,
+            f"{model} (SF {summary['sf']:g})",
+            "rows changed in every base table",
+            [f"{x:g}%" for x in xs],
+        )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_scale(summary: dict[str, Any], path: Path) -> None:
+    """Per model: refresh and full rebuild time against the scale factor, fixed fraction."""
+    models = list(summary["by_scale"])
+    fig, axes = _grid(len(models))
+    for ax, model in zip(axes, models, strict=True):
+        rows = summary["by_scale"][model]
+        if not rows:
+            ax.text(0.5, 0.5, "no scale series in this run", ha="center", transform=ax.transAxes)
+            ax.set_title(model)
+            continue
+        xs = [r["sf"] for r in rows]
+        fraction = rows[0]["fraction"] if rows else 0
+        _line(ax, xs, rows, "ivm", label="ivm refresh", color="tab:blue")
+        _line(ax, xs, rows, "full", label="full rebuild (table)", color="tab:red")
+        _axes(ax, xs, f"{model} ({fraction:.1%} changed)", "scale factor", [f"{x:g}" for x in xs])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------------
+# markdown
+# ------------------------------------------------------------------------------------------------
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _x(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"
+
+
+def markdown(results: dict[str, Any], image_dir: str) -> str:
+    """The results section: machine, versions, tables of medians, targets, plots."""
+    s, settings = results["summary"], results["settings"]
+    machine, versions = results["machine"], results["versions"]
+    lines = [
+        (
+            f"Measured {results['date']} on {machine['cpu']}, {machine['cores']} cores, "
+            f"{machine['memory_gib']} GiB RAM, {machine['os']}; Spark `{machine['spark_master']}`, "
+            f"driver memory {machine['driver_memory']}, {settings['shuffle_partitions']} shuffle "
+            "partitions, 1 dbt thread."
+        ),
+        "",
+        "Versions: "
+        + ", ".join(f"{k} {v}" for k, v in versions.items() if k != "plugin_commit")
+        + f"; plugin commit {versions.get('plugin_commit', '?')}.",
+        "",
+        (
+            f"Scale factor {settings['sf']:g}, `--pattern {settings['pattern']}`, seed "
+            f"{settings['seed']}, median of {settings['reps']} repetitions; the whole run took "
+            f"{results['seconds'] / 60:.0f} min. Equality checks (ivm model = its table twin): "
+            f"{s['checks']['passed']} of {s['checks']['run']} passed."
+        ),
+        "",
+        f"### Refresh against full rebuild, SF {s['sf']:g}",
+        "",
+        "| model | changed | ivm refresh (s) | full rebuild (s) | full / ivm |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for model, rows in s["by_fraction"].items():
+        for r in rows:
+            lines.append(
+                f"| {model} | {r['fraction']:.1%} | {_s(r['ivm_median'])} | "
+                f"{_s(r['full_median'])} | {_x(r['ratio'])} |"
+            )
+    lines += [
+        "",
+        (
+            "Times are dbt's per-model execution times. No change: an ivm refresh right after "
+            "the previous one (dbt's start-up and parsing, the same for every invocation, took "
+            f"{_s(s['no_change_overhead'])} s per `dbt run` on top):"
+        ),
+        "",
+        "| model | no-change refresh (s) | ivm build (s) | table build (s) |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    builds = s["builds"][f"{s['sf']:g}"]
+    for model, seconds in s["no_change"].items():
+        lines.append(
+            f"| {model} | {_s(seconds)} | {_s(builds[model]['ivm'])} | "
+            f"{_s(builds[model]['full'])} |"
+        )
+    series = [r["sf"] for r in next(iter(s["by_scale"].values()), [])]
+    if len(series) > 1:
+        head = " | ".join(f"SF {sf:g} ivm / full (s)" for sf in series)
+        lines += [
+            "",
+            f"### Scale: {settings['scale_fraction']:.1%} changed",
+            "",
+            f"| model | {head} | ivm growth |",
+            "| --- |" + " ---: |" * (len(series) + 1),
+        ]
+        for model, rows in s["by_scale"].items():
+            cells = " | ".join(f"{_s(r['ivm_median'])} / {_s(r['full_median'])}" for r in rows)
+            growth = (
+                rows[-1]["ivm_median"] / rows[0]["ivm_median"]
+                if len(rows) > 1 and rows[0]["ivm_median"]
+                else None
+            )
+            lines.append(f"| {model} | {cells} | {_x(growth)} |")
+    if s["targets"]:
+        lines += ["", "### Targets", "", "| target | measured | met |", "| --- | --- | --- |"]
+        lines += [
+            f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |"
+            for t in s["targets"]
+        ]
+    if s["rebuilt_during_refresh"]:
+        lines += [
+            "",
+            "Rebuilt instead of refreshed (the refresh time is a rebuild): "
+            + "; ".join(s["rebuilt_during_refresh"]),
+        ]
+    lines += [
+        "",
+        "### Data",
+        "",
+        "| SF | table | rows | data files | generated in (s) |",
+        "| ---: | --- | ---: | ---: | ---: |",
+    ]
+    for run in results["runs"]:
+        for t in run["load"]["tables"]:
+            lines.append(
+                f"| {run['sf']:g} | {t['name']} | {t['rows']:,} | {t['files']} | "
+                f"{t['seconds']:.1f} |"
+            )
+    lines += [
+        "",
+        f"![refresh time against change fraction]({image_dir}/{FRACTION_PLOT})",
+        "",
+        f"![refresh time against scale factor]({image_dir}/{SCALE_PLOT})",
+    ]
+    return "\n".join(lines)
+
+
+def replace_section(text: str, section: str) -> str:
+    """`text` with the part between the markers replaced (markers appended when missing)."""
+    block = f"{START}\n{section}\n{END}"
+    if START in text and END in text:
+        head, _, rest = text.partition(START)
+        _, _, tail = rest.partition(END)
+        return f"{head}{block}{tail}"
+    return f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
+
+
+def write_all(results_path: Path, readme: Path) -> list[Path]:
+    """Plots beside `results_path`, and the results section of `readme`."""
+
+    results = json.loads(results_path.read_text())
+    if "summary" not in results:
+        results["summary"] = summarize(results)
+    out = results_path.parent
+    plot_fractions(results["summary"], out / FRACTION_PLOT)
+    plot_scale(results["summary"], out / SCALE_PLOT)
+    image_dir = os.path.relpath(out.resolve(), readme.resolve().parent)
+    old = readme.read_text() if readme.exists() else ""
+    readme.write_text(replace_section(old, markdown(results, image_dir)))
+    return [out / FRACTION_PLOT, out / SCALE_PLOT, readme]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path, help="results.json of a benchmark run")
+    parser.add_argument(
+        "--readme", type=Path, default=Path(__file__).resolve().parent / "README.md"
+    )
+    args = parser.parse_args(argv)
+    for path in write_all(args.results, args.readme):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,520 @@
+"""The ivm benchmark: incremental refresh against full rebuild on TPC-H-shaped Iceberg data.
+
+    .venv/bin/python -m bench.run --sf 1 --scale-sfs 0.3,3
+
+One process: dbt runs in-process (`dbtRunner`, 1 thread) on `bench/project`, and the
+SparkSession that the adapter starts generates the data, applies the changes and checks the
+results. Per scale factor: generate the base tables, build every model as `ivm` and as
+`table`, time no-change refreshes, then per change fraction and repetition: change every base
+table, time `dbt run --select tag:ivm` (the refresh) and `dbt run --select tag:full` (the
+full rebuild), and check that every ivm model equals its table twin (a mismatch aborts with
+exit code 1). Writes `results.json`, the plots and the results section of bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from bench import changes, checks, datagen, report
+
+if TYPE_CHECKING:
+    from dbt.cli.main import dbtRunnerResult
+    from pyspark.sql import SparkSession
+
+BENCH_DIR = Path(__file__).resolve().parent
+PROJECT_DIR = BENCH_DIR / "project"
+REPO_DIR = BENCH_DIR.parent
+TARGET_SCHEMA = "bench"
+MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
+FULL_SUFFIX = "_full"
+#: An ivm model's log line with the time of one refresh statement (DBT_SPARK_IVM_TIMINGS=1).
+STEP_LINE = re.compile(r"ivm model '(?P<model>[^']+)':\s+(?P<seconds>[0-9.]+)s (?P<label>.+)")
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not go on (dbt failed, or a model is wrong)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# options
+# ------------------------------------------------------------------------------------------------
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--sf", type=float, default=1.0, help="scale factor (1: ~6M lines)")
+    parser.add_argument(
+        "--fractions", type=_floats, default=[0.001, 0.01, 0.1], help="change fractions"
+    )
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of every timing")
+    parser.add_argument(
+        "--scale-sfs",
+        type=_floats,
+        default=[0.3, 3.0],
+        help="more scale factors for the scale series ('' for none)",
+    )
+    parser.add_argument(
+        "--scale-fraction", type=float, default=0.001, help="change fraction of the scale series"
+    )
+    parser.add_argument("--pattern", choices=changes.PATTERNS, default="clustered")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--rows-per-file", type=int, default=75_000, help="base table rows per data file"
+    )
+    parser.add_argument("--driver-memory", default="12g", help="spark.driver.memory")
+    parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results")
+    parser.add_argument(
+        "--workdir", type=Path, default=BENCH_DIR / ".work", help="warehouse, dbt target and logs"
+    )
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        default=BENCH_DIR / "README.md",
+        help="markdown file whose results section is rewritten",
+    )
+    return parser.parse_args(argv)
+
+
+# ------------------------------------------------------------------------------------------------
+# dbt
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelTiming:
+    """One model in one `dbt run`."""
+
+    seconds: float
+    status: str
+    message: str
+    steps: list[tuple[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Invocation:
+    """One `dbt run`: wall time and per-model times."""
+
+    wall: float
+    models: dict[str, ModelTiming]
+
+    @property
+    def overhead(self) -> float:
+        """Wall time outside the models (dbt start-up, parsing, run results)."""
+        return self.wall - sum(m.seconds for m in self.models.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "wall": self.wall,
+            "overhead": self.overhead,
+            "models": {name: asdict(m) for name, m in self.models.items()},
+        }
+
+
+class Dbt:
+    """In-process dbt on the benchmark project, output under the work directory."""
+
+    def __init__(self, workdir: Path) -> None:
+        from dbt.cli.main import dbtRunner
+
+        self.workdir = workdir
+        self._steps: list[tuple[str, str, float]] = []
+        self.runner = dbtRunner(callbacks=[self._on_event])
+
+    def _on_event(self, event: Any) -> None:
+        match = STEP_LINE.search(str(getattr(event.info, "msg", "")))
+        if match:
+            self._steps.append((match["model"], match["label"], float(match["seconds"])))
+
+    def invoke(self, *args: str) -> dbtRunnerResult:
+        res = self.runner.invoke(
+            [
+                *args,
+                "--project-dir",
+                str(PROJECT_DIR),
+                "--profiles-dir",
+                str(PROJECT_DIR),
+                "--target-path",
+                str(self.workdir / "target"),
+                "--log-path",
+                str(self.workdir / "logs"),
+                "--quiet",
+            ]
+        )
+        if not res.success:
+            failed = [
+                f"{r.node.name}: {r.status}: {r.message}"
+                for r in getattr(res.result, "results", None) or []
+                if str(getattr(r.status, "value", r.status)) not in ("success", "pass")
+            ]
+            raise BenchError(
+                f"dbt {' '.join(args)} failed: {res.exception or '; '.join(failed)} "
+                f"(log: {self.workdir / 'logs' / 'dbt.log'})"
+            )
+        return res
+
+    def run(self, *args: str) -> Invocation:
+        """`dbt run ARGS`, timed; per-model execution times from dbt's run results."""
+        self._steps = []
+        start = time.perf_counter()
+        res = self.invoke("run", *args)
+        wall = time.perf_counter() - start
+        models: dict[str, ModelTiming] = {}
+        for r in res.result.results:
+            models[r.node.name] = ModelTiming(
+                seconds=float(r.execution_time),
+                status=str(getattr(r.status, "value", r.status)),
+                message=str(r.message or ""),
+                steps=[(label, s) for m, label, s in self._steps if m == r.node.name],
+            )
+        return Invocation(wall, models)
+
+
+# ------------------------------------------------------------------------------------------------
+# machine and versions
+# ------------------------------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _memory_gib() -> float:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    return 0.0
+
+
+def _git_commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "dbt", "macros"],
+            cwd=REPO_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}{' + uncommitted plugin changes' if dirty else ''}"
+
+
+def environment(spark: SparkSession) -> dict[str, Any]:
+    """Machine, versions and date of this run."""
+    jvm = spark.sparkContext._jvm
+    iceberg = "unknown"
+    with contextlib.suppress(Exception):
+        iceberg = str(jvm.org.apache.iceberg.IcebergBuild.version())
+    java = str(jvm.java.lang.System.getProperty("java.version")) if jvm is not None else "unknown"
+    versions = {"python": platform.python_version(), "java": java, "spark": spark.version}
+    versions["iceberg"] = iceberg
+    for package in ("dbt-core", "dbt-spark", "dbt-spark-ivm", "sqlglot", "pyspark"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[package] = metadata.version(package)
+    versions["plugin_commit"] = _git_commit()
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpu": _cpu_model(),
+            "cores": os.cpu_count(),
+            "memory_gib": _memory_gib(),
+            "os": platform.platform(),
+            "spark_master": spark.conf.get("spark.master", "?"),
+            "driver_memory": spark.conf.get("spark.driver.memory", "?"),
+        },
+        "versions": versions,
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# the benchmark
+# ------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _environment_variables(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the block (the profile reads them), then restore them."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class Benchmark:
+    """Runs the whole plan and collects every figure into `self.results`."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.workdir: Path = args.workdir.resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_file = self.workdir / "bench.log"
+        self.dbt = Dbt(self.workdir)
+        self._spark: SparkSession | None = None
+        self.results: dict[str, Any] = {
+            "format": 1,
+            "status": "running",
+            "settings": {
+                "sf": args.sf,
+                "fractions": args.fractions,
+                "reps": args.reps,
+                "scale_sfs": args.scale_sfs,
+                "scale_fraction": args.scale_fraction,
+                "pattern": args.pattern,
+                "seed": args.seed,
+                "rows_per_file": args.rows_per_file,
+                "driver_memory": args.driver_memory,
+                "shuffle_partitions": args.shuffle_partitions,
+                "dbt_threads": 1,
+            },
+            "models": list(MODELS),
+            "runs": [],
+        }
+        self.bar: tqdm | None = None
+
+    # ---------------------------------------------------------------------------- plumbing
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            raise BenchError("Spark is not started yet")
+        return self._spark
+
+    def say(self, text: str) -> None:
+        """A line on the console (above the progress bar) and in bench.log."""
+        tqdm.write(text)
+        with self.log_file.open("a") as fh:
+            fh.write(f"{dt.datetime.now():%H:%M:%S} {text}\n")
+
+    def step(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description_str(text)
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update()
+        (self.workdir / "results.partial.json").write_text(json.dumps(self.results, indent=1))
+
+    def start(self) -> None:
+        """First dbt invocation: starts the embedded Spark, creates the schemas."""
+        self.dbt.invoke(
+            "run-operation",
+            "bench_bootstrap",
+            "--args",
+            json.dumps({"schemas": [datagen.SOURCE_SCHEMA, TARGET_SCHEMA]}),
+        )
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        if SparkContext._active_spark_context is None:
+            raise BenchError("dbt did not start Spark in this process (method: session?)")
+        self._spark = SparkSession.builder.getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self.results.update(environment(self.spark))
+
+    # ---------------------------------------------------------------------------- steps
+
+    def check(self, label: str) -> list[dict[str, Any]]:
+        """Every ivm model against its table twin; a difference raises `Mismatch`."""
+        found = [
+            checks.compare(
+                self.spark, m, f"{TARGET_SCHEMA}.{m}", f"{TARGET_SCHEMA}.{m}{FULL_SUFFIX}"
+            )
+            for m in MODELS
+        ]
+        bad = [c for c in found if not c.ok]
+        if bad:
+            raise checks.Mismatch(
+                f"{label}: ivm model differs from its table twin:\n"
+                + "\n".join(f"{c.model}: {c.problem}" for c in bad)
+            )
+        return [c.as_json() for c in found]
+
+    def _describe(self, what: str, inv: Invocation) -> str:
+        models = ", ".join(f"{n} {m.seconds:.1f}s" for n, m in inv.models.items())
+        return f"  {what}: {inv.wall:.1f}s wall ({models})"
+
+    def refresh(self) -> Invocation:
+        return self.dbt.run("--select", "tag:ivm")
+
+    def rebuild(self) -> Invocation:
+        return self.dbt.run("--select", "tag:full")
+
+    def load(self, sf: float) -> dict[str, Any]:
+        bars: list[tqdm] = []
+
+        def progress(table: datagen.BaseTable, expected: int) -> Any:
+            bar = tqdm(
+                total=expected, desc=f"  {table.name}", unit=" rows", leave=False, position=1
+            )
+            bars.append(bar)
+            return bar.update
+
+        start = time.perf_counter()
+        try:
+            tables = datagen.load(
+                self.spark, sf, f"{self.args.seed}/load", self.args.rows_per_file, progress
+            )
+        finally:
+            for bar in bars:
+                bar.close()
+        seconds = time.perf_counter() - start
+        for t in tables:
+            self.say(f"  {t.name}: {t.rows:,} rows in {t.files} files ({t.seconds:.1f}s)")
+        return {"seconds": seconds, "tables": [asdict(t) for t in tables]}
+
+    def change_round(self, run: dict[str, Any], sf: float, fraction: float, rep: int) -> None:
+        label = f"SF {sf:g}, {fraction:.1%} changed, rep {rep + 1}"
+        self.step(f"{label}: changes")
+        seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
+        start = time.perf_counter()
+        applied = changes.apply_round(
+            self.spark, seed, fraction, self.args.pattern, datagen.scale_of(sf).parts
+        )
+        change_seconds = time.perf_counter() - start
+        self.say(
+            f"{label}: changes ({change_seconds:.1f}s) "
+            + ", ".join(f"{c.table} +{c.inserted} ~{c.updated} -{c.deleted}" for c in applied)
+        )
+        self.step(f"{label}: ivm refresh")
+        ivm = self.refresh()
+        self.say(self._describe("ivm refresh ", ivm))
+        self.step(f"{label}: full rebuild")
+        full = self.rebuild()
+        self.say(self._describe("full rebuild", full))
+        self.step(f"{label}: equality checks")
+        found = self.check(label)
+        run["rounds"].append(
+            {
+                "fraction": fraction,
+                "rep": rep,
+                "changes": [asdict(c) for c in applied],
+                "changes_seconds": change_seconds,
+                "ivm": ivm.as_json(),
+                "full": full.as_json(),
+                "checks": found,
+            }
+        )
+        self.done()
+
+    def scale_factor(self, sf: float, fractions: Sequence[float]) -> None:
+        """Everything at one scale factor: data, builds, no-change refreshes, change rounds."""
+        run: dict[str, Any] = {"sf": sf, "no_change": [], "rounds": []}
+        self.results["runs"].append(run)
+        self.step(f"SF {sf:g}: generating data")
+        self.say(f"SF {sf:g}: generating the base tables")
+        run["load"] = self.load(sf)
+        self.done()
+        self.step(f"SF {sf:g}: initial builds")
+        ivm = self.dbt.run("--select", "tag:ivm", "--full-refresh")
+        self.say(self._describe(f"SF {sf:g} ivm build  ", ivm))
+        full = self.rebuild()
+        self.say(self._describe(f"SF {sf:g} table build", full))
+        run["build"] = {"ivm": ivm.as_json(), "full": full.as_json(), "checks": self.check("build")}
+        self.done()
+        for rep in range(self.args.reps):
+            self.step(f"SF {sf:g}: refresh without change, rep {rep + 1}")
+            inv = self.refresh()
+            self.say(self._describe(f"SF {sf:g} no-change refresh", inv))
+            run["no_change"].append(inv.as_json())
+            self.done()
+        for fraction in fractions:
+            for rep in range(self.args.reps):
+                self.change_round(run, sf, fraction, rep)
+
+    def plan(self) -> list[tuple[float, list[float]]]:
+        """(scale factor, change fractions) in the order they run: the main one first."""
+        args = self.args
+        main = list(args.fractions)
+        if args.scale_sfs and args.scale_fraction not in main:
+            main.append(args.scale_fraction)
+        steps = [(args.sf, main)]
+        steps += [(sf, [args.scale_fraction]) for sf in args.scale_sfs if sf != args.sf]
+        return steps
+
+    def run(self) -> None:
+        plan = self.plan()
+        steps = sum(2 + self.args.reps * (1 + len(fractions)) for _, fractions in plan)
+        with tqdm(total=steps, unit=" steps", position=0) as self.bar:
+            self.step("starting Spark")
+            self.start()
+            for sf, fractions in plan:
+                self.scale_factor(sf, fractions)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 when every figure was measured and every check passed."""
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    variables = {
+        "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
+        "SPARK_IVM_BENCH_DRIVER_MEMORY": args.driver_memory,
+        "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": str(args.shuffle_partitions),
+        "DBT_SPARK_IVM_TIMINGS": "1",
+    }
+    bench = Benchmark(args)
+    started = time.perf_counter()
+    status = 0
+    with _environment_variables(variables):
+        try:
+            bench.run()
+            bench.results["status"] = "ok"
+        except (BenchError, checks.Mismatch) as exc:
+            bench.results["status"] = "failed"
+            bench.results["error"] = str(exc)
+            bench.say(f"BENCHMARK FAILED: {exc}")
+            status = 1
+    bench.results["seconds"] = time.perf_counter() - started
+    if status == 0:
+        bench.results["summary"] = report.summarize(bench.results)
+    results = args.out / "results.json"
+    results.write_text(json.dumps(bench.results, indent=1) + "\n")
+    bench.say(f"results: {results} ({bench.results['seconds']:.0f}s)")
+    if status == 0:
+        for path in report.write_all(results, args.readme):
+            bench.say(f"wrote {path}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
