@@ -38,7 +38,10 @@ setup(
         "sqlglot>=30,<31",
     ],
     extras_require={
-        "test": ["pytest", "ruff"],
+        # bench/ (python -m bench.run): progress bars and plots
+        "bench": ["matplotlib", "tqdm"],
+        # the test suite runs a tiny benchmark (tests/test_bench.py)
+        "test": ["pytest", "ruff", "matplotlib", "tqdm"],
     },
     zip_safe=False,
     classifiers=[
