@@ -5,11 +5,11 @@ Storage. The model's relation is a view over the data rows of its state table
 (`__ivm_row__ = 1`) whose JSON records the hash of the model SQL and, per base table, the
 snapshot id the state reflects (its watermark).
 
-Atomicity. Everything a refresh writes before its commit goes to scratch tables (logs, the
-delta table, recomputed groups). The commit is ONE MERGE INTO the state table that applies the
+Atomicity. Everything a refresh computes before its commit goes to scratch relations (logs,
+the delta, recomputed groups: cached session views, see `render.create_scratch_sql`). The commit is ONE MERGE INTO the state table that applies the
 delta and advances the metadata row's watermarks together: one Iceberg commit, so readers of
 the view see the old state or the new one, never a mix, and a failure at any earlier point
-leaves state and watermarks as they were; the next run recomputes the scratch tables from the
+leaves state and watermarks as they were; the next run recomputes the scratch relations from the
 same watermarks. No delta is applied twice and none is skipped.
 
 (The view itself is never replaced by a refresh: with Iceberg's Hive-backed SparkSessionCatalog
@@ -31,15 +31,18 @@ from typing import Protocol
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import capture, render
+from dbt.adapters.spark_ivm.compiler import capture, pruning, render
 from dbt.adapters.spark_ivm.compiler.analyze import analyze, base_relations
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
+from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 FORMAT_VERSION = "1"
 FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
+# Key values are collected into the driver (for pruning) only from logs up to this size.
+MAX_COLLECTED_LOG_ROWS = 100_000
 STEPS = ("capture", "logs", "delta", "recompute", "commit")
 
 
@@ -66,19 +69,28 @@ class Target:
     def state(self) -> str:
         return f"{self.view}__ivm_state"
 
+    def _scratch(self, kind: str) -> str:
+        # Session views are not qualified by a schema, so the name carries the model's.
+        return f"__ivm_{kind}_{self.schema}_{self.identifier}".lower()
+
     @property
     def recomputed(self) -> str:
-        return f"{self.view}__ivm_recomputed"
+        return self._scratch("recomputed")
 
     @property
     def delta(self) -> str:
-        return f"{self.view}__ivm_delta"
+        return self._scratch("delta")
 
     def log(self, index: int) -> str:
-        return f"{self.view}__ivm_log_{index}"
+        return self._scratch(f"log_{index}")
 
     def changelog_view(self, index: int) -> str:
-        return f"__ivm_cl_{self.schema}_{self.identifier}_{index}".lower()
+        return self._scratch(f"cl_{index}")
+
+    def scratch_views(self, relations: int) -> list[str]:
+        """Every session view a refresh over `relations` base relations may create."""
+        per_relation = [v(i) for i in range(relations) for v in (self.log, self.changelog_view)]
+        return [*per_relation, self.delta, self.recomputed]
 
 
 @dataclass
@@ -213,11 +225,22 @@ class Maintainer:
         reason = self._rebuild_reason(meta, digest, the_plan)
         if reason is None:
             assert meta is not None
-            outcome = self._refresh(the_plan, meta, digest)
+            try:
+                outcome = self._refresh(the_plan, meta, digest)
+            finally:
+                self._drop_scratch(len(the_plan.query.relations))
             if isinstance(outcome, Outcome):
                 return outcome
             reason = outcome
         return self._build(the_plan, digest, reason)
+
+    def _drop_scratch(self, relations: int) -> None:
+        """Release the refresh's cached views (also after a failure: they hold memory)."""
+        for view in self.target.scratch_views(relations):
+            try:
+                self._run("drop scratch", render.drop_scratch_sql(view))
+            except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
+                self.log(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
 
     def _meta(self) -> dict | None:
         """The committed metadata row, or None when there is no readable ivm state."""
@@ -289,7 +312,7 @@ class Maintainer:
         )
 
     def _capture(
-        self, query, watermarks: dict[str, int | None], pinned: dict[str, int | None]
+        self, query: Query, watermarks: dict[str, int | None], pinned: dict[str, int | None]
     ) -> tuple[dict[str, str], dict[str, int]] | str:
         """Write one compacted log per changed base relation; a rebuild reason when a base
         table's lineage is broken (its change since the watermark cannot be read)."""
@@ -326,6 +349,31 @@ class Maintainer:
                 logs[relation] = log_table
         return logs, counts
 
+    def _key_ranges(
+        self, query: Query, logs: dict[str, str], counts: dict[str, int]
+    ) -> dict[tuple[int, str], pruning.KeyRange]:
+        """The join keys each changed input's log touches, for `pruning.prune_terms`: one
+        pass per log; values are listed only for logs small enough to collect."""
+        wanted: dict[str, list[str]] = {}
+        for link in pruning.key_links(query):
+            relation = query.inputs[link.delta].relation
+            if relation in logs and link.delta_column not in wanted.setdefault(relation, []):
+                wanted[relation].append(link.delta_column)
+        by_relation: dict[str, dict[str, pruning.KeyRange]] = {}
+        for relation, columns in wanted.items():
+            if not columns:
+                continue
+            with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
+            row = self._fetch(
+                "key ranges", pruning.key_stats_sql(logs[relation], columns, with_values)
+            )[0]
+            by_relation[relation] = pruning.parse_key_stats(row, columns, with_values)
+        return {
+            (i, column): key_range
+            for i, inp in enumerate(query.inputs)
+            for column, key_range in by_relation.get(inp.relation, {}).items()
+        }
+
     def _refresh(self, the_plan: Plan, meta: dict, digest: str) -> Outcome | str:
         """The incremental refresh, or the reason it cannot be done (then: rebuild)."""
         query = the_plan.query
@@ -347,7 +395,8 @@ class Maintainer:
         if logs:
             versions = render.Versions(old=watermarks, new=pinned, logs=logs)
             renderer = TermRenderer(query, render.leaf_at(query, versions), versions.changed(query))
-            compacted = render.compacted_delta_select(the_plan, renderer)
+            key_ranges = self._key_ranges(query, logs, counts)
+            compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
             assert compacted is not None
             delta_select = render.delta_table_select(the_plan, compacted, state)
             for statement in render.create_scratch_sql(self.target.delta, delta_select):

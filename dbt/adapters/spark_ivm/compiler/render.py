@@ -34,6 +34,7 @@ from dbt.adapters.spark_ivm.compiler.delta import (
 )
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.pruning import KeyRange, key_links, prune_terms
 from dbt.adapters.spark_ivm.compiler.templates import (
     col,
     null_safe_match,
@@ -127,12 +128,19 @@ def meta_sql(state: str) -> str:
     return f"SELECT {META} FROM {sql(table(state))} WHERE {ROW} = 1"
 
 
-def compacted_delta_select(plan: Plan, renderer: TermRenderer) -> exp.Select | None:
+def compacted_delta_select(
+    plan: Plan,
+    renderer: TermRenderer,
+    key_ranges: Mapping[tuple[int, str], KeyRange] | None = None,
+) -> exp.Select | None:
     """The view delta's rows before aggregation, identical rows summed, zero weights dropped
-    (None when no input of the model changed)."""
+    (None when no input of the model changed). `key_ranges` (per delta input and column)
+    restrict the other inputs of each term to the touched join keys (`pruning.py`)."""
     terms = join_delta_terms(renderer)
     if not terms:
         return None
+    if key_ranges:
+        terms = prune_terms(terms, plan.query, key_links(plan.query), key_ranges)
     projections = plan.delta_projections()
     parts = [renderer.render(t, projections) for t in terms]
     union: exp.Expression = parts[0]
@@ -189,15 +197,22 @@ def delta_table_select(plan: Plan, compacted: exp.Select, state: str) -> exp.Sel
 
 
 def create_scratch_sql(name: str, select: exp.Expression) -> list[str]:
-    """(Re)create a refresh-scoped table: logs and the delta table.
+    """(Re)create a refresh-scoped relation (a log, the delta, the recomputed groups) as a
+    cached session view.
 
-    Iceberg with PURGE: dropping a plain parquet table through Iceberg's SparkSessionCatalog
-    leaves its files behind, and the next CREATE then fails on the existing location.
+    `CACHE TABLE .. AS` computes the rows once, eagerly, into executor memory: every later
+    step reads them without recomputing, and nothing is written to storage (an Iceberg
+    scratch table cost a commit and a purge, about a second each, even for ten rows). Its
+    exact in-memory size also lets Spark broadcast a small delta into the joins that read it.
+    Should the cache be evicted, Spark recomputes the same rows: the plan reads pinned
+    snapshots only.
     """
-    return [
-        f"DROP TABLE IF EXISTS {sql(table(name))} PURGE",
-        f"CREATE TABLE {sql(table(name))} USING iceberg AS {sql(select)}",
-    ]
+    return [drop_scratch_sql(name), f"CACHE TABLE {sql(table(name))} AS {sql(select)}"]
+
+
+def drop_scratch_sql(name: str) -> str:
+    """Drop a scratch view and release its cached rows."""
+    return f"DROP VIEW IF EXISTS {sql(table(name))}"
 
 
 def _typed(node: exp.Expression, column: str, types: Mapping[str, str]) -> exp.Expression:

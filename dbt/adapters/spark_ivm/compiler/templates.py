@@ -43,8 +43,10 @@ def col(name: str, table: str | None = None) -> exp.Column:
 
 
 def table(relation: str) -> exp.Table:
-    """A quoted table reference for a `db.table` name."""
-    db, _, name = relation.partition(".")
+    """A quoted table reference for a `db.table` name (or a bare session view name)."""
+    db, dot, name = relation.partition(".")
+    if not dot:
+        return exp.table_(relation, quoted=True)
     return exp.table_(name, db, quoted=True)
 
 

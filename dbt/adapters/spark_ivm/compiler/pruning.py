@@ -1,0 +1,170 @@
+"""pruning: restrict the other inputs of a delta term to the join keys its delta touches.
+
+A delta term `dR_i JOIN R_j ON R_j.c = R_i.d` can only produce rows from the R_j rows whose
+`c` equals some `d` in the log of R_i. Stating that as literals,
+
+    term' = term WHERE R_j.c BETWEEN min(d) AND max(d) [AND R_j.c IN (d_1, .., d_n)]
+
+(over the log's non-NULL `d`; FALSE when it has none) leaves the term's rows unchanged, and
+Iceberg prunes the data files whose min/max statistics of `c` miss the range (or every
+listed value) at planning time: a refresh over a few changed orders reads the line-item
+files of those orders, not the whole table.
+
+Example: `lineitem l JOIN orders o ON l.l_orderkey = o.o_orderkey`, orders 17 and 42
+updated. The term `l@new JOIN log(o)` gets `l.l_orderkey BETWEEN 17 AND 42 AND
+l.l_orderkey IN (17, 42)`.
+
+Only for models whose joins are all inner (an outer join keeps its preserved side's rows
+whether they match or not, so a key filter there would drop padded rows), only for top-level
+equality conjuncts of ON/WHERE between two columns of the same type, and only for types
+whose text form casts back exactly (integers, decimals, strings, dates).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.delta import Term
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
+from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+
+# Iceberg stops evaluating an IN list against file statistics beyond 200 values; the range
+# alone still prunes when the keys are clustered.
+MAX_LISTED_KEYS = 200
+_EXACT_TEXT_TYPE = re.compile(
+    r"^(tinyint|smallint|int|integer|bigint|string|date|decimal\(\d+,\s*\d+\))$"
+)
+
+
+@dataclass(frozen=True)
+class KeyLink:
+    """`inputs[other].other_column = inputs[delta].delta_column`, a top-level conjunct."""
+
+    delta: int
+    delta_column: str
+    other: int
+    other_column: str
+    dtype: str
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """The non-NULL values of one column of a log: bounds (None: no value) and, when few,
+    the values themselves (as text)."""
+
+    low: str | None
+    high: str | None
+    values: tuple[str, ...] | None
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.And):
+        return [*_conjuncts(node.left), *_conjuncts(node.right)]
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def key_links(query: Query) -> list[KeyLink]:
+    """Every (delta input, other input) pair a key filter can be derived for, both ways."""
+    if any(step.kind is not JoinKind.INNER for step in query.steps):
+        return []
+    by_alias = {inp.alias: i for i, inp in enumerate(query.inputs)}
+    links: list[KeyLink] = []
+    nodes = [step.on for step in query.steps] + [query.where]
+    for conjunct in (c for n in nodes for c in _conjuncts(n)):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        left, right = conjunct.this, conjunct.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+            continue
+        a, b = by_alias.get(left.table), by_alias.get(right.table)
+        if a is None or b is None or a == b:
+            continue
+        type_a = dict(query.inputs[a].columns).get(left.name, "")
+        type_b = dict(query.inputs[b].columns).get(right.name, "")
+        if type_a.lower() != type_b.lower() or not _EXACT_TEXT_TYPE.match(type_a.lower()):
+            continue
+        links.append(KeyLink(a, left.name, b, right.name, type_a))
+        links.append(KeyLink(b, right.name, a, left.name, type_a))
+    return links
+
+
+def key_stats_sql(log: str, columns: Sequence[str], with_values: bool) -> str:
+    """One pass over a log: per column its bounds and (`with_values`: for a log small enough
+    to collect) up to MAX_LISTED_KEYS + 1 distinct values. NULLs are ignored, as by an
+    equi-join."""
+    parts: list[str] = []
+    for name in columns:
+        c = sql(col(name))
+        parts += [f"CAST(MIN({c}) AS STRING)", f"CAST(MAX({c}) AS STRING)"]
+        if with_values:
+            parts.append(
+                f"SLICE(ARRAY_SORT(COLLECT_SET(CAST({c} AS STRING))), 1, {MAX_LISTED_KEYS + 1})"
+            )
+    return f"SELECT {', '.join(parts)} FROM {sql(table(log))}"
+
+
+def parse_key_stats(
+    row: Sequence, columns: Sequence[str], with_values: bool
+) -> dict[str, KeyRange]:
+    """The KeyRange of each column from a `key_stats_sql` row."""
+    width = 3 if with_values else 2
+    out: dict[str, KeyRange] = {}
+    for i, name in enumerate(columns):
+        low, high = row[i * width], row[i * width + 1]
+        values = None
+        if with_values:
+            raw = row[i * width + 2] or []
+            # A thrift connection returns arrays as JSON text.
+            listed = json.loads(raw) if isinstance(raw, str) else list(raw)
+            if len(listed) <= MAX_LISTED_KEYS:
+                values = tuple(str(v) for v in listed)
+        out[name] = KeyRange(
+            None if low is None else str(low), None if high is None else str(high), values
+        )
+    return out
+
+
+def key_filter(link: KeyLink, alias: str, key_range: KeyRange) -> exp.Expression:
+    """The filter on the other input's column implied by the delta's keys."""
+    if key_range.low is None or key_range.high is None:
+        return exp.false()
+    dtype = exp.DataType.build(link.dtype, dialect="spark")
+    column = col(link.other_column, alias)
+
+    def literal(text: str) -> exp.Expression:
+        return exp.cast(exp.Literal.string(text), dtype.copy())
+
+    node: exp.Expression = exp.Between(
+        this=column, low=literal(key_range.low), high=literal(key_range.high)
+    )
+    if key_range.values is not None:
+        node = exp.and_(node, column.copy().isin(*(literal(v) for v in key_range.values)))
+    return node
+
+
+def prune_terms(
+    terms: Sequence[Term],
+    query: Query,
+    links: Sequence[KeyLink],
+    ranges: Mapping[tuple[int, str], KeyRange],
+) -> list[Term]:
+    """Each term with the key filters of its delta input's links added."""
+    out: list[Term] = []
+    for term in terms:
+        delta = term.delta_input
+        extra = [
+            key_filter(link, query.inputs[link.other].alias, ranges[(delta, link.delta_column)])
+            for link in links
+            if link.delta == delta and (delta, link.delta_column) in ranges
+        ]
+        out.append(replace(term, filters=(*term.filters, *extra)) if extra else term)
+    return out

@@ -1,0 +1,72 @@
+"""Key pruning of delta terms (pure: sqlglot only, no Spark). The differential harness checks
+that pruned refreshes stay equal to the SQL; these check which filters are derived."""
+
+from __future__ import annotations
+
+from dbt.adapters.spark_ivm.compiler import pruning
+from dbt.adapters.spark_ivm.compiler.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.delta import DELTA, NEW, Term
+from dbt.adapters.spark_ivm.compiler.templates import sql
+
+SCHEMAS = {
+    "s.lineitem": [("l_orderkey", "bigint"), ("l_price", "decimal(12,2)"), ("l_tag", "double")],
+    "s.orders": [("o_orderkey", "bigint"), ("o_custkey", "int"), ("o_tag", "double")],
+    "s.customers": [("c_custkey", "int"), ("c_name", "string")],
+}
+
+
+def query(text: str):
+    return analyze(text, "m", SCHEMAS, "s")
+
+
+def test_links_of_an_inner_join_chain_go_both_ways_and_skip_inexact_types():
+    q = query(
+        "select c.c_name, sum(l.l_price) from lineitem l join orders o "
+        "on l.l_orderkey = o.o_orderkey and l.l_tag = o.o_tag "
+        "join customers c on o.o_custkey = c.c_custkey group by c.c_name"
+    )
+    links = {(x.delta, x.delta_column, x.other, x.other_column) for x in pruning.key_links(q)}
+    assert links == {
+        (0, "l_orderkey", 1, "o_orderkey"),
+        (1, "o_orderkey", 0, "l_orderkey"),
+        (1, "o_custkey", 2, "c_custkey"),
+        (2, "c_custkey", 1, "o_custkey"),
+    }  # the double equality l_tag = o_tag gives no link: its text form may not cast back
+
+
+def test_comma_join_equalities_in_where_are_links_but_outer_joins_give_none():
+    q = query("select l.l_price from lineitem l, orders o where l.l_orderkey = o.o_orderkey")
+    assert len(pruning.key_links(q)) == 2
+    q = query("select l.l_price from lineitem l left join orders o on l.l_orderkey = o.o_orderkey")
+    assert pruning.key_links(q) == []
+
+
+def test_terms_get_range_and_listed_values_or_false_for_an_all_null_log():
+    q = query("select l.l_price from lineitem l join orders o on l.l_orderkey = o.o_orderkey")
+    links = pruning.key_links(q)
+    terms = [
+        Term(base=("leaf", 0, DELTA)).with_join(1, NEW),
+        Term(base=("prefix", 0, NEW), joins=((1, DELTA),)),
+    ]
+    ranges = {
+        (0, "l_orderkey"): pruning.KeyRange("3", "9", ("3", "9")),
+        (1, "o_orderkey"): pruning.KeyRange(None, None, ()),
+    }
+    pruned = pruning.prune_terms(terms, q, links, ranges)
+    first = [sql(f) for f in pruned[0].filters]
+    assert first == [
+        (
+            "`o`.`o_orderkey` BETWEEN CAST('3' AS BIGINT) AND CAST('9' AS BIGINT) "
+            "AND `o`.`o_orderkey` IN (CAST('3' AS BIGINT), CAST('9' AS BIGINT))"
+        )
+    ]
+    assert [sql(f) for f in pruned[1].filters] == ["FALSE"]
+
+
+def test_key_stats_are_parsed_with_and_without_values():
+    row = ["1", "250", [str(i) for i in range(201)], None, None, []]
+    got = pruning.parse_key_stats(row, ["a", "b"], with_values=True)
+    assert got["a"] == pruning.KeyRange("1", "250", None)  # too many values to list
+    assert got["b"] == pruning.KeyRange(None, None, ())
+    assert pruning.parse_key_stats(["x", "y"], ["a"], with_values=False)["a"].values is None
+    assert "COLLECT_SET" in pruning.key_stats_sql("v", ["a"], with_values=True)
