@@ -6,11 +6,12 @@ Storage. The model's relation is a view over the data rows of its state table
 snapshot id the state reflects (its watermark).
 
 Atomicity. Everything a refresh computes before its commit goes to scratch relations (logs,
-the delta, recomputed groups: cached session views, see `render.create_scratch_sql`). The commit is ONE MERGE INTO the state table that applies the
-delta and advances the metadata row's watermarks together: one Iceberg commit, so readers of
-the view see the old state or the new one, never a mix, and a failure at any earlier point
-leaves state and watermarks as they were; the next run recomputes the scratch relations from the
-same watermarks. No delta is applied twice and none is skipped.
+the delta, recomputed groups: cached session views, see `render.create_scratch_sql`). The
+commit is ONE MERGE INTO the state table that applies the delta and advances the metadata
+row's watermarks together: one Iceberg commit, so readers of the view see the old state or
+the new one, never a mix, and a failure at any earlier point leaves state and watermarks as
+they were; the next run recomputes the scratch relations from the same watermarks. No delta
+is applied twice and none is skipped.
 
 (The view itself is never replaced by a refresh: with Iceberg's Hive-backed SparkSessionCatalog
 `CREATE OR REPLACE VIEW` keeps the old view text, so a view is only dropped and created by a
@@ -87,11 +88,6 @@ class Target:
     def changelog_view(self, index: int) -> str:
         return self._scratch(f"cl_{index}")
 
-    def scratch_views(self, relations: int) -> list[str]:
-        """Every session view a refresh over `relations` base relations may create."""
-        per_relation = [v(i) for i in range(relations) for v in (self.log, self.changelog_view)]
-        return [*per_relation, self.delta, self.recomputed]
-
 
 @dataclass
 class Outcome:
@@ -144,6 +140,7 @@ class Maintainer:
     full_refresh: bool = False
     log: Callable[[str], None] = print
     timings: list[tuple[str, float]] = field(default_factory=list)
+    scratch: list[str] = field(default_factory=list)  # session views this refresh created
 
     # -- plumbing -------------------------------------------------------------------------
     def _run(self, label: str, statement: str) -> None:
@@ -228,15 +225,22 @@ class Maintainer:
             try:
                 outcome = self._refresh(the_plan, meta, digest)
             finally:
-                self._drop_scratch(len(the_plan.query.relations))
+                self._drop_scratch()
             if isinstance(outcome, Outcome):
                 return outcome
             reason = outcome
         return self._build(the_plan, digest, reason)
 
-    def _drop_scratch(self, relations: int) -> None:
+    def _compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
+        """Compute a scratch relation (see `render.create_scratch_sql`)."""
+        self.scratch.append(name)
+        for statement in render.create_scratch_sql(name, select):
+            self._run(label, statement)
+
+    def _drop_scratch(self) -> None:
         """Release the refresh's cached views (also after a failure: they hold memory)."""
-        for view in self.target.scratch_views(relations):
+        while self.scratch:
+            view = self.scratch.pop()
             try:
                 self._run("drop scratch", render.drop_scratch_sql(view))
             except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
@@ -337,12 +341,12 @@ class Maintainer:
             if method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
                 calls, select = capture.changelog_sqls(relation, old, new, view, columns)
+                self.scratch.append(view)
                 for call in calls:
                     self._run("changelog", call)
             else:
                 select = capture.version_diff_select(relation, old, new, columns)
-            for statement in render.create_scratch_sql(log_table, select):
-                self._run(f"log {relation}", statement)
+            self._compute_scratch(f"log {relation}", log_table, select)
             n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
             counts[relation] = n
             if n:
@@ -399,8 +403,7 @@ class Maintainer:
             compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
             assert compacted is not None
             delta_select = render.delta_table_select(the_plan, compacted, state)
-            for statement in render.create_scratch_sql(self.target.delta, delta_select):
-                self._run("delta", statement)
+            self._compute_scratch("delta", self.target.delta, delta_select)
             stats = self._fetch("stats", render.stats_sql(self.target.delta))[0]
             inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
             self._checkpoint("delta")
@@ -409,8 +412,7 @@ class Maintainer:
                 if recomputed:
                     recomputed_table = self.target.recomputed
                     select = render.recompute_select(the_plan, renderer, self.target.delta)
-                    for statement in render.create_scratch_sql(recomputed_table, select):
-                        self._run("recompute", statement)
+                    self._compute_scratch("recompute", recomputed_table, select)
                 self._checkpoint("recompute")
                 types = {
                     n.lower(): t
