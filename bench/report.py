@@ -93,7 +93,17 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     all_checks = [
         c
         for run in runs
-        for c in [*run["build"]["checks"], *(c for r in run["rounds"] for c in r["checks"])]
+        for c in [
+            *run["build"]["checks"],
+            *(c for r in [*run.get("warmup", []), *run["rounds"]] for c in r["checks"]),
+        ]
+    ]
+    loads = [
+        r[side]["load_average"]
+        for run in runs
+        for r in run["rounds"]
+        for side in ("ivm", "full")
+        if "load_average" in r[side]
     ]
     rebuilt = [
         f"SF {run['sf']:g} {r['fraction']:.1%} rep {r['rep'] + 1}: {name}"
@@ -120,6 +130,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         },
         "checks": {"run": len(all_checks), "passed": sum(1 for c in all_checks if c["ok"])},
         "rebuilt_during_refresh": rebuilt,
+        "load_average": {"median": _median(loads), "max": max(loads, default=None)},
     }
     summary["targets"] = targets(summary, settings)
     return summary
@@ -273,6 +284,7 @@ def _x(value: float | None) -> str:
 def markdown(results: dict[str, Any], image_dir: str) -> str:
     """The results section: machine, versions, tables of medians, targets, plots."""
     s, settings = results["summary"], results["settings"]
+    load = s.get("load_average") or {"median": None, "max": None}
     machine, versions = results["machine"], results["versions"]
     lines = [
         (
@@ -288,9 +300,12 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
         "",
         (
             f"Scale factor {settings['sf']:g}, `--pattern {settings['pattern']}`, seed "
-            f"{settings['seed']}, median of {settings['reps']} repetitions; the whole run took "
+            f"{settings['seed']}, median of {settings['reps']} repetitions after "
+            f"{settings.get('warmup_rounds', 0)} untimed warm-up round(s); the whole run took "
             f"{results['seconds'] / 60:.0f} min. Equality checks (ivm model = its table twin): "
-            f"{s['checks']['passed']} of {s['checks']['run']} passed."
+            f"{s['checks']['passed']} of {s['checks']['run']} passed. The machine's 1-minute load "
+            f"average when a timed `dbt run` started: median {_s(load['median'])}, max "
+            f"{_s(load['max'])} (other work on the machine shows here)."
         ),
         "",
         f"### Refresh against full rebuild, SF {s['sf']:g}",
@@ -387,8 +402,7 @@ def write_all(results_path: Path, readme: Path) -> list[Path]:
     """Plots beside `results_path`, and the results section of `readme`."""
 
     results = json.loads(results_path.read_text())
-    if "summary" not in results:
-        results["summary"] = summarize(results)
+    results["summary"] = summarize(results)  # from the raw figures, with this code
     out = results_path.parent
     plot_fractions(results["summary"], out / FRACTION_PLOT)
     plot_scale(results["summary"], out / SCALE_PLOT)

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -81,6 +82,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pattern", choices=changes.PATTERNS, default="clustered")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--warmup-rounds",
+        type=int,
+        default=1,
+        help="untimed change rounds before the first measurement (JIT, class loading)",
+    )
+    parser.add_argument(
         "--rows-per-file", type=int, default=75_000, help="base table rows per data file"
     )
     parser.add_argument("--driver-memory", default="12g", help="spark.driver.memory")
@@ -119,6 +126,7 @@ class Invocation:
 
     wall: float
     models: dict[str, ModelTiming]
+    load_average: float  # the machine's 1-minute load average when it started
 
     @property
     def overhead(self) -> float:
@@ -129,6 +137,7 @@ class Invocation:
         return {
             "wall": self.wall,
             "overhead": self.overhead,
+            "load_average": self.load_average,
             "models": {name: asdict(m) for name, m in self.models.items()},
         }
 
@@ -178,6 +187,7 @@ class Dbt:
     def run(self, *args: str) -> Invocation:
         """`dbt run ARGS`, timed; per-model execution times from dbt's run results."""
         self._steps = []
+        load = os.getloadavg()[0]
         start = time.perf_counter()
         res = self.invoke("run", *args)
         wall = time.perf_counter() - start
@@ -189,7 +199,7 @@ class Dbt:
                 message=str(r.message or ""),
                 steps=[(label, s) for m, label, s in self._steps if m == r.node.name],
             )
-        return Invocation(wall, models)
+        return Invocation(wall, models, load)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -302,6 +312,7 @@ class Benchmark:
                 "scale_fraction": args.scale_fraction,
                 "pattern": args.pattern,
                 "seed": args.seed,
+                "warmup_rounds": args.warmup_rounds,
                 "rows_per_file": args.rows_per_file,
                 "driver_memory": args.driver_memory,
                 "shuffle_partitions": args.shuffle_partitions,
@@ -334,6 +345,13 @@ class Benchmark:
         if self.bar is not None:
             self.bar.update()
         (self.workdir / "results.partial.json").write_text(json.dumps(self.results, indent=1))
+
+    def fail(self, error: str) -> int:
+        """Record why the run stopped; the exit code."""
+        self.results["status"] = "failed"
+        self.results["error"] = error
+        self.say(f"BENCHMARK FAILED: {error}")
+        return 1
 
     def start(self) -> None:
         """First dbt invocation: starts the embedded Spark, creates the schemas."""
@@ -403,8 +421,10 @@ class Benchmark:
             self.say(f"  {t.name}: {t.rows:,} rows in {t.files} files ({t.seconds:.1f}s)")
         return {"seconds": seconds, "tables": [asdict(t) for t in tables]}
 
-    def change_round(self, run: dict[str, Any], sf: float, fraction: float, rep: int) -> None:
-        label = f"SF {sf:g}, {fraction:.1%} changed, rep {rep + 1}"
+    def change_round(
+        self, rounds: list[dict[str, Any]], sf: float, fraction: float, rep: int, label: str
+    ) -> None:
+        """Change every base table, time the refresh and the rebuild, check the models."""
         self.step(f"{label}: changes")
         seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
         start = time.perf_counter()
@@ -424,7 +444,7 @@ class Benchmark:
         self.say(self._describe("full rebuild", full))
         self.step(f"{label}: equality checks")
         found = self.check(label)
-        run["rounds"].append(
+        rounds.append(
             {
                 "fraction": fraction,
                 "rep": rep,
@@ -437,9 +457,10 @@ class Benchmark:
         )
         self.done()
 
-    def scale_factor(self, sf: float, fractions: Sequence[float]) -> None:
-        """Everything at one scale factor: data, builds, no-change refreshes, change rounds."""
-        run: dict[str, Any] = {"sf": sf, "no_change": [], "rounds": []}
+    def scale_factor(self, sf: float, fractions: Sequence[float], warmup: int) -> None:
+        """Everything at one scale factor: data, builds, `warmup` untimed change rounds,
+        no-change refreshes, change rounds."""
+        run: dict[str, Any] = {"sf": sf, "warmup": [], "no_change": [], "rounds": []}
         self.results["runs"].append(run)
         self.step(f"SF {sf:g}: generating data")
         self.say(f"SF {sf:g}: generating the base tables")
@@ -452,6 +473,9 @@ class Benchmark:
         self.say(self._describe(f"SF {sf:g} table build", full))
         run["build"] = {"ivm": ivm.as_json(), "full": full.as_json(), "checks": self.check("build")}
         self.done()
+        for number in range(warmup):
+            label = f"SF {sf:g}, {fractions[0]:.1%} changed, warm-up {number + 1}"
+            self.change_round(run["warmup"], sf, fractions[0], -1 - number, label)
         for rep in range(self.args.reps):
             self.step(f"SF {sf:g}: refresh without change, rep {rep + 1}")
             inv = self.refresh()
@@ -460,7 +484,8 @@ class Benchmark:
             self.done()
         for fraction in fractions:
             for rep in range(self.args.reps):
-                self.change_round(run, sf, fraction, rep)
+                label = f"SF {sf:g}, {fraction:.1%} changed, rep {rep + 1}"
+                self.change_round(run["rounds"], sf, fraction, rep, label)
 
     def plan(self) -> list[tuple[float, list[float]]]:
         """(scale factor, change fractions) in the order they run: the main one first."""
@@ -474,12 +499,14 @@ class Benchmark:
 
     def run(self) -> None:
         plan = self.plan()
-        steps = sum(2 + self.args.reps * (1 + len(fractions)) for _, fractions in plan)
+        warmup = self.args.warmup_rounds
+        steps = warmup + sum(2 + self.args.reps * (1 + len(f)) for _, f in plan)
         with tqdm(total=steps, unit=" steps", position=0) as self.bar:
             self.step("starting Spark")
             self.start()
-            for sf, fractions in plan:
-                self.scale_factor(sf, fractions)
+            for number, (sf, fractions) in enumerate(plan):
+                # the first scale factor warms the JVM up for all
+                self.scale_factor(sf, fractions, warmup if number == 0 else 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -500,10 +527,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             bench.run()
             bench.results["status"] = "ok"
         except (BenchError, checks.Mismatch) as exc:
-            bench.results["status"] = "failed"
-            bench.results["error"] = str(exc)
-            bench.say(f"BENCHMARK FAILED: {exc}")
-            status = 1
+            status = bench.fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a Spark error: keep what was measured
+            status = bench.fail(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     bench.results["seconds"] = time.perf_counter() - started
     if status == 0:
         bench.results["summary"] = report.summarize(bench.results)
