@@ -34,11 +34,42 @@ def test_links_of_an_inner_join_chain_go_both_ways_and_skip_inexact_types():
     }  # the double equality l_tag = o_tag gives no link: its text form may not cast back
 
 
-def test_comma_join_equalities_in_where_are_links_but_outer_joins_give_none():
+def test_comma_join_equalities_in_where_are_links():
     q = query("select l.l_price from lineitem l, orders o where l.l_orderkey = o.o_orderkey")
-    assert len(pruning.key_links(q)) == 2
-    q = query("select l.l_price from lineitem l left join orders o on l.l_orderkey = o.o_orderkey")
-    assert pruning.key_links(q) == []
+    assert [x.step for x in pruning.key_links(q)] == [None, None]
+
+
+def test_outer_join_links_prune_only_terms_that_join_inner():
+    """`customers c LEFT JOIN orders o JOIN lineitem l`: the LEFT JOIN's equality holds in the
+    terms that join o themselves (its matched part), never where the prefix keeps the outer
+    join (a filter there would drop c's padded rows); the inner step's equality holds in
+    every term."""
+    q = query(
+        "select c.c_name, l.l_price from customers c "
+        "left join orders o on o.o_custkey = c.c_custkey "
+        "join lineitem l on l.l_orderkey = o.o_orderkey"
+    )
+    steps = {(x.delta, x.other): x.step for x in pruning.key_links(q)}
+    assert steps == {(0, 1): 1, (1, 0): 1, (1, 2): 2, (2, 1): 2}
+    d_c = Term(base=("leaf", 0, DELTA)).with_join(1, NEW).with_join(2, NEW)
+    d_l = Term(base=("prefix", 1, NEW), joins=((2, DELTA),))
+    assert pruning.enforced(d_c, q, 1) and pruning.enforced(d_c, q, 2)
+    assert not pruning.enforced(d_l, q, 1)  # c LEFT JOIN o inside the prefix
+    assert pruning.enforced(d_l, q, 2) and pruning.enforced(d_l, q, None)
+    inner = query(
+        "select c.c_name from customers c join orders o on o.o_custkey = c.c_custkey "
+        "join lineitem l on l.l_orderkey = o.o_orderkey"
+    )
+    assert pruning.enforced(d_l, inner, 1)
+
+    ranges = {(2, "l_orderkey"): pruning.KeyRange("5", "5", ("5",))}
+    (pruned,) = pruning.prune_terms([d_l], q, pruning.key_links(q), ranges)
+    assert [sql(f) for f in pruned.filters] == [
+        (
+            "`o`.`o_orderkey` BETWEEN CAST('5' AS BIGINT) AND CAST('5' AS BIGINT) "
+            "AND `o`.`o_orderkey` IN (CAST('5' AS BIGINT))"
+        )
+    ]
 
 
 def test_terms_get_range_and_listed_values_or_false_for_an_all_null_log():

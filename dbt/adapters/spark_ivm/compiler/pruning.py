@@ -14,10 +14,14 @@ Example: `lineitem l JOIN orders o ON l.l_orderkey = o.o_orderkey`, orders 17 an
 updated. The term `l@new JOIN log(o)` gets `l.l_orderkey BETWEEN 17 AND 42 AND
 l.l_orderkey IN (17, 42)`.
 
-Only for models whose joins are all inner (an outer join keeps its preserved side's rows
-whether they match or not, so a key filter there would drop padded rows), only for top-level
-equality conjuncts of ON/WHERE between two columns of the same type, and only for types
-whose text form casts back exactly (integers, decimals, strings, dates).
+Only where the equality holds for every row of the term: a conjunct of WHERE, or of the ON
+of a step that the term joins as an inner join. That covers the matched part of an outer
+join, whose delta terms join the changed input as an inner join (`dC JOIN o@old` of
+`customers c LEFT JOIN orders o`), but never an outer join inside a term, which keeps its
+preserved side's rows whether they match or not (a key filter there would drop padded rows),
+nor the padded-row terms of `outer_join.py`, which read no log. Only top-level equality
+conjuncts between two columns of the same type, and only types whose text form casts back
+exactly (integers, decimals, strings, dates).
 """
 
 from __future__ import annotations
@@ -43,13 +47,15 @@ _EXACT_TEXT_TYPE = re.compile(
 
 @dataclass(frozen=True)
 class KeyLink:
-    """`inputs[other].other_column = inputs[delta].delta_column`, a top-level conjunct."""
+    """`inputs[other].other_column = inputs[delta].delta_column`, a top-level conjunct of the
+    ON of the step that joins input `step`, or of WHERE (`step` None)."""
 
     delta: int
     delta_column: str
     other: int
     other_column: str
     dtype: str
+    step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -74,12 +80,13 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
 
 def key_links(query: Query) -> list[KeyLink]:
     """Every (delta input, other input) pair a key filter can be derived for, both ways."""
-    if any(step.kind is not JoinKind.INNER for step in query.steps):
-        return []
     by_alias = {inp.alias: i for i, inp in enumerate(query.inputs)}
     links: list[KeyLink] = []
-    nodes = [step.on for step in query.steps] + [query.where]
-    for conjunct in (c for n in nodes for c in _conjuncts(n)):
+    nodes: list[tuple[int | None, exp.Expression | None]] = [
+        (step.index, step.on) for step in query.steps
+    ]
+    nodes.append((None, query.where))
+    for step, conjunct in ((s, c) for s, n in nodes for c in _conjuncts(n)):
         if not isinstance(conjunct, exp.EQ):
             continue
         left, right = conjunct.this, conjunct.expression
@@ -92,9 +99,23 @@ def key_links(query: Query) -> list[KeyLink]:
         type_b = dict(query.inputs[b].columns).get(right.name, "")
         if type_a.lower() != type_b.lower() or not _EXACT_TEXT_TYPE.match(type_a.lower()):
             continue
-        links.append(KeyLink(a, left.name, b, right.name, type_a))
-        links.append(KeyLink(b, right.name, a, left.name, type_a))
+        links.append(KeyLink(a, left.name, b, right.name, type_a, step))
+        links.append(KeyLink(b, right.name, a, left.name, type_a, step))
     return links
+
+
+def enforced(term: Term, query: Query, step: int | None) -> bool:
+    """Does every row of `term` satisfy the ON of the step joining input `step` (None: WHERE)?
+
+    True for WHERE and for the steps the term joins itself (always inner joins); for a step
+    inside the term's prefix only when that step is an inner join of the model.
+    """
+    if step is None or any(index == step for index, _ in term.joins):
+        return True
+    kind, last, _ = term.base
+    if kind != "prefix" or step > last:
+        return False
+    return any(s.index == step and s.kind is JoinKind.INNER for s in query.steps)
 
 
 def key_stats_sql(log: str, columns: Sequence[str], with_values: bool) -> str:
@@ -164,7 +185,9 @@ def prune_terms(
         extra = [
             key_filter(link, query.inputs[link.other].alias, ranges[(delta, link.delta_column)])
             for link in links
-            if link.delta == delta and (delta, link.delta_column) in ranges
+            if link.delta == delta
+            and (delta, link.delta_column) in ranges
+            and enforced(term, query, link.step)
         ]
         out.append(replace(term, filters=(*term.filters, *extra)) if extra else term)
     return out
