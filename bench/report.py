@@ -74,6 +74,50 @@ def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
     return rows
 
 
+#: Refresh statements (the plugin's DBT_SPARK_IVM_TIMINGS labels) grouped by what they do.
+PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("plan", ("properties", "describe", "describe query", "describe args", "meta")),
+    ("pin", ("refresh", "snapshot", "snapshots")),
+    ("capture", ("changelog", "log", "count")),
+    ("key ranges", ("key ranges",)),
+    ("delta", ("delta", "stats")),
+    ("recompute", ("recompute",)),
+    ("commit", ("commit",)),
+    ("cleanup", ("drop scratch",)),
+)
+#: The rest of a model's execution time: dbt's materialization around the refresh.
+DBT_PHASE = "dbt"
+
+
+def _phase_of(label: str) -> str:
+    head = "log" if label.startswith("log ") else label
+    return next((name for name, labels in PHASES if head in labels), "other")
+
+
+def phase_times(model: dict[str, Any]) -> dict[str, float]:
+    """One model's refresh time split into PHASES (+ `dbt`: execution time outside them)."""
+    out = {name: 0.0 for name, _ in PHASES}
+    for label, seconds in model.get("steps", []):
+        phase = _phase_of(label)
+        out[phase] = out.get(phase, 0.0) + seconds
+    out[DBT_PHASE] = max(0.0, model["seconds"] - sum(out.values()))
+    return out
+
+
+def _phases(run: dict[str, Any], models: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
+    """Median seconds per phase, per change fraction and model."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for f in sorted({r["fraction"] for r in run["rounds"]}):
+        rounds = [r for r in run["rounds"] if r["fraction"] == f]
+        per_model: dict[str, dict[str, float]] = {}
+        for m in models:
+            split = [phase_times(r["ivm"]["models"][m]) for r in rounds if m in r["ivm"]["models"]]
+            if split:
+                per_model[m] = {k: _median([x.get(k, 0.0) for x in split]) for k in split[0]}
+        out[f"{f:g}"] = per_model
+    return out
+
+
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     """Medians per model and fraction, no-change times, the scale series, checks, targets."""
     settings, models = results["settings"], results["models"]
@@ -115,6 +159,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     summary = {
         "sf": settings["sf"],
         "by_fraction": by_fraction,
+        "phases": _phases(main, models),
         "no_change": no_change,
         "no_change_overhead": _median([inv["overhead"] for inv in main["no_change"]]),
         "by_scale": by_scale,
@@ -336,6 +381,31 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
             f"| {model} | {_s(seconds)} | {_s(builds[model]['ivm'])} | "
             f"{_s(builds[model]['full'])} |"
         )
+    phases = s.get("phases") or {}
+    if phases:
+        names = [name for name, _ in PHASES] + [DBT_PHASE]
+        lines += [
+            "",
+            f"### Where a refresh spends its time, SF {s['sf']:g}",
+            "",
+            (
+                "Median seconds per phase of the ivm refresh (the plugin's per-statement "
+                "timings, `DBT_SPARK_IVM_TIMINGS=1`): plan = table properties, DESCRIBEs and "
+                "the state's metadata row; pin = current snapshot ids; capture = Iceberg "
+                "changelog read and compacted into a cached log per changed table; key ranges "
+                "= the join keys the logs touch (pruning); delta = the view delta and its "
+                "counts; recompute = MIN/MAX groups whose extreme was deleted; commit = the "
+                "one MERGE; dbt = the rest of the model's execution time (dbt's "
+                "materialization around the refresh)."
+            ),
+            "",
+            "| model | changed | " + " | ".join(names) + " |",
+            "| --- | ---: |" + " ---: |" * len(names),
+        ]
+        for fraction, per_model in phases.items():
+            for model, split in per_model.items():
+                cells = " | ".join(_s(split.get(n)) for n in names)
+                lines.append(f"| {model} | {float(fraction):.1%} | {cells} |")
     series = [r["sf"] for r in next(iter(s["by_scale"].values()), [])]
     if len(series) > 1:
         head = " | ".join(f"SF {sf:g} ivm / full (s)" for sf in series)
