@@ -101,3 +101,34 @@ def test_key_stats_are_parsed_with_and_without_values():
     assert got["b"] == pruning.KeyRange(None, None, ())
     assert pruning.parse_key_stats(["x", "y"], ["a"], with_values=False)["a"].values is None
     assert "COLLECT_SET" in pruning.key_stats_sql("v", ["a"], with_values=True)
+
+
+def test_many_keys_split_into_runs_at_their_largest_gaps():
+    """Updates in the middle of a table plus inserts with new keys at the top: two runs, not
+    one range over everything between them."""
+    middle = [str(k) for k in range(10_000, 10_400)]
+    top = [str(k) for k in range(99_000, 99_300)]
+    row = ["10000", "99299", [*top, *middle]]
+    (got,) = pruning.parse_key_stats(row, ["k"], True, {"k": "bigint"}).values()
+    assert got.values is None and got.runs == (("10000", "10399"), ("99000", "99299"))
+    link = pruning.KeyLink(0, "k", 1, "ok", "bigint")
+    assert sql(pruning.key_filter(link, "o", got)) == (
+        "(`o`.`ok` BETWEEN CAST('10000' AS BIGINT) AND CAST('10399' AS BIGINT) "
+        "OR `o`.`ok` BETWEEN CAST('99000' AS BIGINT) AND CAST('99299' AS BIGINT))"
+    )
+    # evenly spaced keys stay one run; at most MAX_RUNS runs; dates and decimals have gaps;
+    # strings have none (one range)
+    assert pruning.key_runs([str(k) for k in range(0, 900, 3)], "int") == (("0", "897"),)
+    scattered = [str(k * k) for k in range(300)]
+    runs = pruning.key_runs(scattered, "bigint")
+    assert runs is not None and len(runs) == pruning.MAX_RUNS
+    assert all(any(int(lo) <= int(v) <= int(hi) for lo, hi in runs) for v in scattered)
+    assert pruning.key_runs(["2024-01-01", "2024-01-02", "2025-06-30"], "date") == (
+        ("2024-01-01", "2024-01-02"),
+        ("2025-06-30", "2025-06-30"),
+    )
+    assert pruning.key_runs(["9.50", "10.00", "250.25"], "decimal(12,2)") == (
+        ("9.50", "10.00"),
+        ("250.25", "250.25"),
+    )
+    assert pruning.key_runs(["a", "b", "zz"], "string") is None

@@ -10,6 +10,12 @@ Iceberg prunes the data files whose min/max statistics of `c` miss the range (or
 listed value) at planning time: a refresh over a few changed orders reads the line-item
 files of those orders, not the whole table.
 
+Too many keys to list (more than MAX_LISTED_KEYS) are split into at most MAX_RUNS runs at
+their largest gaps, `c BETWEEN a1 AND b1 OR c BETWEEN a2 AND b2 ..`, for numbers and dates:
+the usual change of an OLTP table, updates somewhere in the middle plus inserts with new keys
+at the top, is two runs, and one range from the lowest to the highest key would cover
+everything between them.
+
 Example: `lineitem l JOIN orders o ON l.l_orderkey = o.o_orderkey`, orders 17 and 42
 updated. The term `l@new JOIN log(o)` gets `l.l_orderkey BETWEEN 17 AND 42 AND
 l.l_orderkey IN (17, 42)`.
@@ -26,10 +32,12 @@ exactly (integers, decimals, strings, dates).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -40,6 +48,8 @@ from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
 # Iceberg stops evaluating an IN list against file statistics beyond 200 values; the range
 # alone still prunes when the keys are clustered.
 MAX_LISTED_KEYS = 200
+# Intervals of an OR of ranges, when the keys are too many to list.
+MAX_RUNS = 16
 _EXACT_TEXT_TYPE = re.compile(
     r"^(tinyint|smallint|int|integer|bigint|string|date|decimal\(\d+,\s*\d+\))$"
 )
@@ -61,11 +71,13 @@ class KeyLink:
 @dataclass(frozen=True)
 class KeyRange:
     """The non-NULL values of one column of a log: bounds (None: no value) and, when few,
-    the values themselves (as text)."""
+    the values themselves (as text), or else, when known, disjoint runs (low, high) that
+    cover them all."""
 
     low: str | None
     high: str | None
     values: tuple[str, ...] | None
+    runs: tuple[tuple[str, str], ...] | None = None
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
@@ -120,36 +132,78 @@ def enforced(term: Term, query: Query, step: int | None) -> bool:
 
 def key_stats_sql(log: str, columns: Sequence[str], with_values: bool) -> str:
     """One pass over a log: per column its bounds and (`with_values`: for a log small enough
-    to collect) up to MAX_LISTED_KEYS + 1 distinct values. NULLs are ignored, as by an
-    equi-join."""
+    to collect) its distinct values. NULLs are ignored, as by an equi-join."""
     parts: list[str] = []
     for name in columns:
         c = sql(col(name))
         parts += [f"CAST(MIN({c}) AS STRING)", f"CAST(MAX({c}) AS STRING)"]
         if with_values:
-            parts.append(
-                f"SLICE(ARRAY_SORT(COLLECT_SET(CAST({c} AS STRING))), 1, {MAX_LISTED_KEYS + 1})"
-            )
+            parts.append(f"COLLECT_SET(CAST({c} AS STRING))")
     return f"SELECT {', '.join(parts)} FROM {sql(table(log))}"
 
 
+def _ordinal(dtype: str) -> Callable[[str], int | Decimal] | None:
+    """How to read a key's text as a number whose differences measure gaps (None: no way)."""
+    dtype = dtype.lower()
+    if dtype in ("tinyint", "smallint", "int", "integer", "bigint"):
+        return int
+    if dtype.startswith("decimal"):
+        return Decimal
+    if dtype == "date":
+        return lambda text: dt.date.fromisoformat(text).toordinal()
+    return None
+
+
+def key_runs(
+    values: Sequence[str], dtype: str, max_runs: int = MAX_RUNS
+) -> tuple[tuple[str, str], ...] | None:
+    """Split distinct key values into at most `max_runs` runs at their largest gaps.
+
+    Only gaps wider than the narrowest one split (evenly spaced keys stay one run), so the
+    runs cover as few keys that are not in the log as `max_runs` intervals can.
+    None for types without a distance (strings) or no values.
+
+    >>> key_runs(["1", "2", "3", "500", "501", "9000"], "bigint", 2)
+    (('1', '501'), ('9000', '9000'))
+    """
+    ordinal = _ordinal(dtype)
+    if ordinal is None or not values:
+        return None
+    keyed = sorted((ordinal(v), v) for v in values)
+    gaps = [(keyed[i + 1][0] - keyed[i][0], i) for i in range(len(keyed) - 1)]
+    narrowest = min((g for g, _ in gaps), default=0)
+    cuts = sorted(i for g, i in sorted(gaps, reverse=True)[: max(0, max_runs - 1)] if g > narrowest)
+    runs: list[tuple[str, str]] = []
+    start = 0
+    for i in [*cuts, len(keyed) - 1]:
+        runs.append((keyed[start][1], keyed[i][1]))
+        start = i + 1
+    return tuple(runs)
+
+
 def parse_key_stats(
-    row: Sequence, columns: Sequence[str], with_values: bool
+    row: Sequence,
+    columns: Sequence[str],
+    with_values: bool,
+    dtypes: Mapping[str, str] | None = None,
 ) -> dict[str, KeyRange]:
-    """The KeyRange of each column from a `key_stats_sql` row."""
+    """The KeyRange of each column from a `key_stats_sql` row (`dtypes`: the columns' Spark
+    types, for runs of keys too many to list)."""
     width = 3 if with_values else 2
     out: dict[str, KeyRange] = {}
     for i, name in enumerate(columns):
         low, high = row[i * width], row[i * width + 1]
-        values = None
+        values = runs = None
         if with_values:
             raw = row[i * width + 2] or []
             # A thrift connection returns arrays as JSON text.
-            listed = json.loads(raw) if isinstance(raw, str) else list(raw)
+            listed = [str(v) for v in (json.loads(raw) if isinstance(raw, str) else raw)]
             if len(listed) <= MAX_LISTED_KEYS:
-                values = tuple(str(v) for v in listed)
+                values = tuple(sorted(listed))
+            else:
+                runs = key_runs(listed, (dtypes or {}).get(name, ""))
         out[name] = KeyRange(
-            None if low is None else str(low), None if high is None else str(high), values
+            None if low is None else str(low), None if high is None else str(high), values, runs
         )
     return out
 
@@ -164,9 +218,12 @@ def key_filter(link: KeyLink, alias: str, key_range: KeyRange) -> exp.Expression
     def literal(text: str) -> exp.Expression:
         return exp.cast(exp.Literal.string(text), dtype.copy())
 
-    node: exp.Expression = exp.Between(
-        this=column, low=literal(key_range.low), high=literal(key_range.high)
-    )
+    def between(low: str, high: str) -> exp.Expression:
+        return exp.Between(this=column.copy(), low=literal(low), high=literal(high))
+
+    if key_range.values is None and key_range.runs and len(key_range.runs) > 1:
+        return exp.paren(exp.or_(*(between(lo, hi) for lo, hi in key_range.runs)))
+    node = between(key_range.low, key_range.high)
     if key_range.values is not None:
         node = exp.and_(node, column.copy().isin(*(literal(v) for v in key_range.values)))
     return node

@@ -371,7 +371,9 @@ class Maintainer:
             row = self._fetch(
                 "key ranges", pruning.key_stats_sql(logs[relation], columns, with_values)
             )[0]
-            by_relation[relation] = pruning.parse_key_stats(row, columns, with_values)
+            by_relation[relation] = pruning.parse_key_stats(
+                row, columns, with_values, dict(query.columns_of(relation))
+            )
         return {
             (i, column): key_range
             for i, inp in enumerate(query.inputs)
