@@ -79,6 +79,13 @@ def test_every_model_has_medians_and_every_refresh_was_checked(
         assert message.startswith("refreshed"), f"{model} was not refreshed: {message}"
         assert change_round["ivm"]["models"][model]["steps"], "no statement timings captured"
     assert not summary["rebuilt_during_refresh"]
+    # where the time goes: every refresh captured, computed a delta and committed, and the
+    # phases account for the model's whole execution time
+    phases = summary["phases"][f"{FRACTION:g}"]
+    for model in MODELS:
+        split = phases[model]
+        assert split["capture"] > 0 and split["delta"] > 0 and split["commit"] > 0, split
+        assert sum(split.values()) == pytest.approx(summary["by_fraction"][model][0]["ivm_median"])
     assert results["versions"]["spark"].startswith("3.5")
     tables = {t["name"]: t for t in run["load"]["tables"]}
     assert tables["lineitem"]["rows"] > 50_000 and tables["nations"]["rows"] == 25
@@ -96,6 +103,9 @@ def test_plots_and_markdown(tiny_run: tuple[dict[str, Any], Path, Path]) -> None
             rf"^\| {model} \| 1\.0% \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \|$", text, re.MULTILINE
         )
     assert "8 of 8 passed" in text
+    assert "### Where a refresh spends its time" in text
+    for model in MODELS:
+        assert re.search(rf"^\| {model} \| 1\.0%( \| [0-9.]+){{9}} \|$", text, re.MULTILINE)
 
 
 def test_the_check_sees_a_wrong_row(tiny_run: tuple[dict[str, Any], Path, Path]) -> None:
