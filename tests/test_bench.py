@@ -85,6 +85,7 @@ def test_every_model_has_medians_and_every_refresh_was_checked(
     for model in MODELS:
         split = phases[model]
         assert split["capture"] > 0 and split["delta"] > 0 and split["commit"] > 0, split
+        assert "other" not in split, f"a refresh statement label without a phase: {split}"
         assert sum(split.values()) == pytest.approx(summary["by_fraction"][model][0]["ivm_median"])
     assert results["versions"]["spark"].startswith("3.5")
     tables = {t["name"]: t for t in run["load"]["tables"]}
