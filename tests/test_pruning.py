@@ -61,6 +61,14 @@ def test_outer_join_links_prune_only_terms_that_join_inner():
         "join lineitem l on l.l_orderkey = o.o_orderkey"
     )
     assert pruning.enforced(d_l, inner, 1)
+    padded = query(
+        "select c.c_name from customers c join orders o on o.o_custkey = c.c_custkey "
+        "right join lineitem l on l.l_orderkey = o.o_orderkey"
+    )
+    in_prefix = Term(base=("prefix", 2, NEW))
+    assert pruning.enforced(in_prefix, padded, 2) is False  # the RIGHT JOIN itself
+    assert pruning.enforced(in_prefix, padded, 1) is False  # c, o NULL-padded by it
+    assert pruning.enforced(Term(base=("prefix", 1, NEW)), padded, 1)
 
     ranges = {(2, "l_orderkey"): pruning.KeyRange("5", "5", ("5",))}
     (pruned,) = pruning.prune_terms([d_l], q, pruning.key_links(q), ranges)

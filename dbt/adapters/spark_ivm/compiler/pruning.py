@@ -120,14 +120,19 @@ def enforced(term: Term, query: Query, step: int | None) -> bool:
     """Does every row of `term` satisfy the ON of the step joining input `step` (None: WHERE)?
 
     True for WHERE and for the steps the term joins itself (always inner joins); for a step
-    inside the term's prefix only when that step is an inner join of the model.
+    inside the term's prefix only when that step is an inner join of the model and no later
+    RIGHT or FULL join of the prefix NULL-pads its inputs (padded rows fail the equality).
     """
     if step is None or any(index == step for index, _ in term.joins):
         return True
     kind, last, _ = term.base
     if kind != "prefix" or step > last:
         return False
-    return any(s.index == step and s.kind is JoinKind.INNER for s in query.steps)
+    kinds = {s.index: s.kind for s in query.steps}
+    padding = (JoinKind.RIGHT, JoinKind.FULL)
+    return kinds.get(step) is JoinKind.INNER and not any(
+        kinds[i] in padding for i in range(step + 1, last + 1)
+    )
 
 
 def key_stats_sql(log: str, columns: Sequence[str], with_values: bool) -> str:
