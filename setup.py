@@ -41,7 +41,8 @@ setup(
         # bench/ (python -m bench.run): progress bars and plots
         "bench": ["matplotlib", "tqdm"],
         # the test suite runs a tiny benchmark (tests/test_bench.py)
-        "test": ["pytest", "ruff", "matplotlib", "tqdm"],
+        # tests/functional: dbt-spark's functional adapter tests (session selection)
+        "test": ["pytest", "ruff", "matplotlib", "tqdm", "dbt-tests-adapter==1.20.0"],
     },
     zip_safe=False,
     classifiers=[

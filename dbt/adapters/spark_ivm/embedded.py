@@ -353,3 +353,32 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
                 )
         _quiet_expected_warnings(session)
         return {key: value for key, value in parameters.items() if session.conf.isModifiable(key)}
+
+
+# --------------------------------------------------------------------------------------------
+# Folders that a DROP leaves behind
+# --------------------------------------------------------------------------------------------
+
+
+def remove_empty_folder(location: str) -> bool:
+    """Delete the folder ``location`` if it holds no file at all (only empty folders).
+
+    Iceberg's SparkSessionCatalog leaves such a tree behind when it drops an Iceberg view
+    (``<table path>/metadata/``) or purges an Iceberg table (``metadata/``, ``data/``); Spark
+    then refuses to create a managed non-Iceberg table there (LOCATION_ALREADY_EXISTS). No SQL
+    statement removes a folder, so this runs on the embedded session's Hadoop file system
+    (any scheme the session can read). A folder with any file in it is left alone: that is
+    data, not debris. Returns True if the folder was deleted; False if there is no live
+    session, no such folder, or files in it.
+    """
+    session = _live_session()
+    if session is None:
+        return False
+    jvm = session._jvm
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(session._jsparkSession.sessionState().newHadoopConf())
+    if not fs.exists(path) or not fs.getFileStatus(path).isDirectory():
+        return False
+    if fs.listFiles(path, True).hasNext():
+        return False
+    return bool(fs.delete(path, True))

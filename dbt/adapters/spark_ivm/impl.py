@@ -7,17 +7,22 @@ from collections.abc import Callable, Iterable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dbt.adapters.base import BaseRelation
+from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.relation import RelationConfig
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 
+from dbt.adapters.spark_ivm import embedded
 from dbt.adapters.spark_ivm.__version__ import version as plugin_version
 from dbt.adapters.spark_ivm.connections import SparkIvmConnectionManager
 from dbt.adapters.spark_ivm.jinja_api import IvmJinjaApi
 
 if TYPE_CHECKING:
     import agate
+
+logger = AdapterLogger("SparkIvm")
 
 #: Prefix of the bookkeeping columns ivm models keep in their tables; not user data, so the
 #: docs catalog does not list them.
@@ -93,6 +98,46 @@ class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
             else relation
             for relation in relations
         ]
+
+    @available
+    def release_dropped_location(self, relation: BaseRelation) -> bool:
+        """After a DROP: delete the relation's default folder if it holds no file.
+
+        Iceberg's SparkSessionCatalog leaves empty folders behind when it drops an Iceberg view
+        or purges an Iceberg table (see :func:`embedded.remove_empty_folder`), and a managed
+        parquet table or seed of the same name then fails with LOCATION_ALREADY_EXISTS (e.g. a
+        model switched from `view` to `table` or `incremental`). Removing a folder needs the
+        file system, so this only acts with ``method: session``; with other methods, and when
+        the folder has files, it does nothing. Returns True if it deleted a folder.
+        """
+        credentials = self.config.credentials
+        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
+            return False
+        if not relation.schema or not relation.identifier:
+            return False
+        location = self._schema_location(relation.schema)
+        if location is None:
+            return False
+        # Spark's default table path: the schema's folder plus the lower-cased table name.
+        folder = f"{location.rstrip('/')}/{relation.identifier.lower()}"
+        from py4j.protocol import Py4JError
+
+        try:
+            removed = embedded.remove_empty_folder(folder)
+        except Py4JError as exc:  # never fail a DROP over debris
+            logger.debug(f"spark_ivm: could not check {folder} after a DROP: {exc}")
+            return False
+        if removed:
+            logger.debug(f"spark_ivm: removed the empty folder {folder} left by a DROP")
+        return removed
+
+    def _schema_location(self, schema: str) -> str | None:
+        """The ``Location`` of ``DESCRIBE SCHEMA``, or None if Spark does not say."""
+        _, table = self.execute(f"describe schema {self.quote(schema)}", fetch=True)
+        for row in table.rows:
+            if str(row[0]).strip().lower() == "location":
+                return str(row[1]).strip() or None
+        return None
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
         """Catalog columns without the ivm bookkeeping columns.
