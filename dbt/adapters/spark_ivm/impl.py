@@ -13,6 +13,7 @@ from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import embedded
 from dbt.adapters.spark_ivm.__version__ import version as plugin_version
@@ -132,8 +133,16 @@ class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
         return removed
 
     def _schema_location(self, schema: str) -> str | None:
-        """The ``Location`` of ``DESCRIBE SCHEMA``, or None if Spark does not say."""
-        _, table = self.execute(f"describe schema {self.quote(schema)}", fetch=True)
+        """The ``Location`` of ``DESCRIBE SCHEMA``, or None if Spark does not say.
+
+        None too when the schema is gone (``drop ... if exists`` in a missing schema succeeds,
+        and the clean-up after it must not turn that into an error).
+        """
+        try:
+            _, table = self.execute(f"describe schema {self.quote(schema)}", fetch=True)
+        except DbtRuntimeError as exc:
+            logger.debug(f"spark_ivm: no location for schema {schema}: {exc}")
+            return None
         for row in table.rows:
             if str(row[0]).strip().lower() == "location":
                 return str(row[1]).strip() or None
