@@ -77,12 +77,13 @@ def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
 #: Refresh statements (the plugin's DBT_SPARK_IVM_TIMINGS labels) grouped by what they do.
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan", ("properties", "describe", "describe query", "describe args", "meta")),
-    ("pin", ("refresh", "snapshot", "snapshots")),
+    ("pin", ("refresh", "snapshot", "metadata")),
     ("capture", ("changelog", "log", "count")),
     ("key ranges", ("key ranges",)),
     ("delta", ("delta", "stats")),
     ("recompute", ("recompute",)),
     ("commit", ("commit",)),
+    ("upkeep", ("upkeep", "compact", "expire")),
     ("cleanup", ("drop scratch",)),
 )
 #: The rest of a model's execution time: dbt's materialization around the refresh.

@@ -1,0 +1,226 @@
+"""State upkeep: refreshes compact the state table and expire its old snapshots, and stay exact.
+
+Two models (a grouped aggregate; a DISTINCT over a join) are refreshed 30 times after small
+random changes of their Iceberg base tables (inserts, updates, deletes, NULLs, duplicates),
+one `dbt run` per round. After every run each relation equals a fresh run of its SQL (as bags)
+and its state table's live delete files stay under the compaction threshold; at the end its
+live data files and its snapshots are bounded too. An upkeep that fails leaves the run
+successful and the relation exact (the failure is injected by making the CALL fail on Spark).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+from dbt.cli.main import dbtRunner, dbtRunnerResult
+from small_project import SmallProject
+
+from dbt.adapters.spark_ivm.compiler import upkeep
+
+SCHEMA = "ivm_upkeep"
+ROUNDS = 30
+MODELS = {
+    "agg": (
+        "select k, count(*) as n, count(x) as nx, sum(x) as s, min(x) as mn, max(x) as mx "
+        f"from {SCHEMA}.facts group by k"
+    ),
+    "dj": (
+        f"select distinct f.k, d.label, f.x from {SCHEMA}.facts f "
+        f"join {SCHEMA}.dims d on f.k = d.k where f.x is null or f.x < 6"
+    ),
+}
+KEYS = ["'a'", "'b'", "'c'", "'d'", "NULL"]
+
+
+def _value(rnd: random.Random) -> str:
+    return "NULL" if rnd.random() < 0.15 else str(rnd.randint(-3, 9))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("upkeep"), "upkeep", SCHEMA)
+    for name, select in MODELS.items():
+        p.model(name, select)
+    assert p.dbt("debug").success
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    for t in ("facts", "dims"):
+        p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{t}")
+    p.sql(f"CREATE TABLE {SCHEMA}.facts (id int, k string, x int) USING iceberg")
+    p.sql(f"CREATE TABLE {SCHEMA}.dims (id int, k string, label string) USING iceberg")
+    rnd = random.Random(7)
+    rows = ", ".join(f"({i}, {rnd.choice(KEYS)}, {_value(rnd)})" for i in range(40))
+    p.sql(f"INSERT INTO {SCHEMA}.facts VALUES {rows}")
+    p.sql(
+        f"INSERT INTO {SCHEMA}.dims VALUES (0, 'a', 'x'), (1, 'b', 'y'), (2, 'c', NULL), "
+        "(3, 'a', 'x'), (4, NULL, 'z')"
+    )
+    assert p.dbt("run").success
+    return p
+
+
+def _merge_changes(p: SmallProject, rnd: random.Random, table: str, columns: str, row) -> None:
+    """One MERGE into a base table: a few deletes, updates and inserts (by id)."""
+    ids = [int(r[0]) for r in p.sql(f"SELECT id FROM {SCHEMA}.{table}")]
+    top = max(ids, default=0) + 1
+    changes = []
+    for i in rnd.sample(ids, min(len(ids), rnd.randint(1, 3))):
+        op = rnd.choice(["d", "u"])
+        changes.append(f"({i}, '{op}', {row(rnd)})")
+    for n in range(rnd.randint(0, 3)):
+        changes.append(f"({top + n}, 'i', {row(rnd)})")
+    if rnd.random() < 0.3:  # the same row twice, under two new ids
+        values = row(rnd)
+        changes += [f"({top + 3}, 'i', {values})", f"({top + 4}, 'i', {values})"]
+    names = columns.split(", ")
+    p.sql(
+        f"MERGE INTO {SCHEMA}.{table} t USING (SELECT * FROM VALUES {', '.join(changes)} "
+        f"AS v(id, op, {columns})) s ON t.id = s.id "
+        "WHEN MATCHED AND s.op = 'd' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {', '.join(f't.{c} = s.{c}' for c in names)} "
+        f"WHEN NOT MATCHED THEN INSERT (id, {columns}) "
+        f"VALUES (s.id, {', '.join(f's.{c}' for c in names)})"
+    )
+
+
+def _change(p: SmallProject, rnd: random.Random) -> None:
+    _merge_changes(p, rnd, "facts", "k, x", lambda r: f"{r.choice(KEYS)}, {_value(r)}")
+    if rnd.random() < 0.35:
+        labels = ["'x'", "'y'", "'z'", "NULL"]
+        _merge_changes(
+            p, rnd, "dims", "k, label", lambda r: f"{r.choice(KEYS)}, {r.choice(labels)}"
+        )
+
+
+def _files(p: SmallProject, model: str) -> dict[str, int]:
+    """Live data and delete files of the model's state table, and its snapshots."""
+    state = f"{SCHEMA}.{model}__ivm_state"
+    counts = dict(p.sql(f"SELECT content, count(*) FROM {state}.files GROUP BY content"))
+    (snapshots,) = p.sql(f"SELECT count(*) FROM {state}.snapshots")[0]
+    return {
+        "data": int(counts.get(0, 0)),
+        "deletes": int(counts.get(1, 0)) + int(counts.get(2, 0)),
+        "snapshots": int(snapshots),
+    }
+
+
+def _assert_refreshed(result: dbtRunnerResult, where: str) -> None:
+    """Every model was refreshed incrementally (a rebuild would make the counts vacuous)."""
+    messages = [str(r.message) for r in result.result.results]  # type: ignore[union-attr]
+    assert len(messages) == len(MODELS), messages
+    assert all(m.startswith(("refreshed", "no MERGE")) for m in messages), (where, messages)
+
+
+def _assert_exact(p: SmallProject, where: str) -> None:
+    for name, select in MODELS.items():
+        assert p.bag(f"SELECT * FROM {SCHEMA}.{name}") == p.bag(select), f"{name} {where}"
+
+
+def test_refreshes_keep_state_files_and_snapshots_bounded(project: SmallProject) -> None:
+    p = project
+    rnd = random.Random(1)
+    peak = {name: {"data": 0, "deletes": 0, "snapshots": 0} for name in MODELS}
+    for i in range(ROUNDS):
+        _change(p, rnd)
+        result = p.dbt("run")
+        assert result.success, f"round {i}"
+        _assert_refreshed(result, f"round {i}")
+        _assert_exact(p, f"after round {i}")
+        for name in MODELS:
+            files = _files(p, name)
+            peak[name] = {k: max(v, files[k]) for k, v in peak[name].items()}
+            assert files["deletes"] < upkeep.DELETE_FILE_THRESHOLD, (name, i, files)
+    for name in MODELS:
+        files = _files(p, name)
+        print(f"{name} after {ROUNDS} refreshes: {files}, peak {peak[name]}")
+        # Without compaction and expiry there would be about ROUNDS of each.
+        assert peak[name]["data"] <= upkeep.DATA_FILE_SLACK, (name, peak[name])
+        assert peak[name]["snapshots"] <= upkeep.EXPIRE_AT + 2, (name, peak[name])
+        assert files["snapshots"] < ROUNDS // 2, (name, files)
+
+
+def _dbt_capturing(p: SmallProject, messages: list[str]) -> Callable[..., dbtRunnerResult]:
+    """dbt in-process like `p.dbt`, appending every log message to `messages`."""
+    runner = dbtRunner(callbacks=[lambda event: messages.append(str(event.info.msg))])
+
+    def invoke(*args: str) -> dbtRunnerResult:
+        return runner.invoke([*args, "--project-dir", str(p.root), "--profiles-dir", str(p.root)])
+
+    return invoke
+
+
+def test_failed_upkeep_keeps_run_successful_and_relation_exact(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = project
+    before = {name: _files(p, name) for name in MODELS}
+    # Upkeep is due on every refresh, and its first CALL fails on Spark (no such table).
+    monkeypatch.setattr(upkeep, "needs_compaction", lambda stats: True)
+    monkeypatch.setattr(
+        upkeep,
+        "compaction_sqls",
+        lambda state: [
+            f"CALL spark_catalog.system.rewrite_data_files(table => '{SCHEMA}.no_such_table')"
+        ],
+    )
+    messages: list[str] = []
+    dbt = _dbt_capturing(p, messages)
+    rnd = random.Random(99)
+    for i in range(2):
+        _change(p, rnd)
+        result = dbt("run")
+        assert result.success, f"a failed upkeep failed the run (round {i})"
+        _assert_refreshed(result, f"failing upkeep, round {i}")
+        _assert_exact(p, f"after a failed upkeep (round {i})")
+    failures = [m for m in messages if "upkeep of" in m and "failed" in m]
+    assert len(failures) >= len(MODELS), messages[-20:]
+    for name in MODELS:
+        after = _files(p, name)
+        # Nothing was compacted or expired, and the refreshes did commit.
+        assert after["snapshots"] > before[name]["snapshots"], (name, before[name], after)
+
+    monkeypatch.undo()
+    _change(p, rnd)
+    assert p.dbt("run").success
+    _assert_exact(p, "after upkeep works again")
+
+
+def test_upkeep_decisions() -> None:
+    """The pure part: thresholds and the statements rendered (no Spark)."""
+    small = upkeep.StateStats(3, 2, 1, 5_000, "2026-01-02 03:04:05.678")
+    assert upkeep.statements("db.m__ivm_state", small) == []
+    deletes = upkeep.StateStats(9, 9, upkeep.DELETE_FILE_THRESHOLD, 5_000, small.committed_at)
+    labels = [label for label, _ in upkeep.statements("db.m__ivm_state", deletes)]
+    assert labels == ["compact", "compact"]
+    many_data = upkeep.StateStats(9, upkeep.DATA_FILE_SLACK + 1, 0, 5_000, small.committed_at)
+    assert upkeep.needs_compaction(many_data)
+    big = upkeep.StateStats(9, upkeep.DATA_FILE_SLACK + 1, 0, 40 * upkeep.TARGET_FILE_BYTES, None)
+    assert not upkeep.needs_compaction(big)  # 40 full-size files are what those bytes need
+    old = upkeep.StateStats(upkeep.EXPIRE_AT, 2, 0, 5_000, small.committed_at)
+    (only,) = upkeep.statements("db.m__ivm_state", old)
+    assert only == (
+        "expire",
+        (
+            "CALL spark_catalog.system.expire_snapshots(table => 'db.m__ivm_state', "
+            "older_than => TIMESTAMP '2026-01-02 03:04:05.678', retain_last => 5)"
+        ),
+    )
+    unknown = upkeep.StateStats(upkeep.EXPIRE_AT, None, None, None, small.committed_at)
+    assert [label for label, _ in upkeep.statements("db.m", unknown)] == [
+        "compact",
+        "compact",
+        "expire",
+    ]
+    for statement in upkeep.compaction_sqls("db.m__ivm_state"):
+        assert "'db.m__ivm_state'" in statement
+    with pytest.raises(ValueError):
+        upkeep.expire_sql("db.m", "now'); DROP TABLE x; --")
+    assert upkeep.parse_stats((4, "3", None, 10, "t")) == upkeep.StateStats(4, 3, None, 10, "t")
+
+
+def test_upkeep_never_names_a_base_table() -> None:
+    """Every statement upkeep renders is about the state table it was given."""
+    stats = upkeep.StateStats(upkeep.EXPIRE_AT, 99, 99, 1, "2026-01-02 03:04:05")
+    for _, statement in upkeep.statements("s.m__ivm_state", stats):
+        assert "table => 's.m__ivm_state'" in statement
