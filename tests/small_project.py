@@ -22,6 +22,8 @@ class SmallProject:
         (root / "profiles.yml").write_text(
             f"{name}:\n  target: dev\n  outputs:\n    dev:\n      type: spark_ivm\n"
             f"      method: session\n      host: localhost\n      schema: {schema}\n"
+            # Several models refresh at once, as in the harness (and in users' projects).
+            "      threads: 4\n"
             f"      ivm_home: {root / '.spark_ivm'}\n"
         )
 

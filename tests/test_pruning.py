@@ -104,11 +104,45 @@ def test_terms_get_range_and_listed_values_or_false_for_an_all_null_log():
 
 def test_key_stats_are_parsed_with_and_without_values():
     row = ["1", "250", [str(i) for i in range(201)], None, None, []]
-    got = pruning.parse_key_stats(row, ["a", "b"], with_values=True)
+    types = {"a": "int", "b": "string"}
+    got = pruning.parse_key_stats(row, ["a", "b"], True, {"a": "string", "b": "int"})
     assert got["a"] == pruning.KeyRange("1", "250", None)  # too many values to list
     assert got["b"] == pruning.KeyRange(None, None, ())
-    assert pruning.parse_key_stats(["x", "y"], ["a"], with_values=False)["a"].values is None
-    assert "COLLECT_SET" in pruning.key_stats_sql("v", ["a"], with_values=True)
+    assert pruning.parse_key_stats(["x", "y"], ["a"], False, types)["a"].values is None
+    assert pruning.key_stats_sql("v", ["a", "b"], True, types) == (
+        "SELECT CAST(MIN(`a`) AS STRING), CAST(MAX(`a`) AS STRING), "
+        "COLLECT_SET(CAST(`a` AS STRING)), HEX(MIN(`b`)), HEX(MAX(`b`)), COLLECT_SET(HEX(`b`)) "
+        "FROM `v`"
+    )
+
+
+def test_keys_travel_as_digits_or_hex_and_come_back_as_typed_literals():
+    """Strings as the hex of their bytes (quotes, `${..}`, NUL never reach the SQL text),
+    dates as day numbers (years beyond 9999 have no ISO text), numbers as their text; any
+    other text is refused rather than written into SQL."""
+    link = pruning.KeyLink(0, "k", 1, "ok", "string")
+    keys = pruning.KeyRange("00", "7B", ("00", "247B787D", "7B"))
+    assert sql(pruning.key_filter(link, "o", keys)) == (
+        "`o`.`ok` BETWEEN CAST(UNHEX('00') AS STRING) AND CAST(UNHEX('7B') AS STRING) AND "
+        "`o`.`ok` IN (CAST(UNHEX('00') AS STRING), CAST(UNHEX('247B787D') AS STRING), "
+        "CAST(UNHEX('7B') AS STRING))"
+    )
+    date_link = pruning.KeyLink(0, "d", 1, "od", "date")
+    days = pruning.KeyRange("-719162", "2932897", None)
+    assert sql(pruning.key_filter(date_link, "o", days)) == (
+        "`o`.`od` BETWEEN DATE_FROM_UNIX_DATE(-719162) AND DATE_FROM_UNIX_DATE(2932897)"
+    )
+    assert pruning.key_runs(["-719162", "-719161", "2932897"], "date") == (
+        ("-719162", "-719161"),
+        ("2932897", "2932897"),
+    )
+    for dtype, text in [("string", "'x'"), ("string", "7"), ("int", "1 OR 1=1"),
+                        ("date", "2024-01-01"), ("decimal(10,2)", "NaN")]:  # fmt: skip
+        try:
+            pruning.KeyCodec.of(dtype).decode(text, dtype)
+        except ValueError:
+            continue
+        raise AssertionError(f"{dtype} key text {text!r} was accepted")
 
 
 def test_many_keys_split_into_runs_at_their_largest_gaps():
@@ -131,12 +165,12 @@ def test_many_keys_split_into_runs_at_their_largest_gaps():
     runs = pruning.key_runs(scattered, "bigint")
     assert runs is not None and len(runs) == pruning.MAX_RUNS
     assert all(any(int(lo) <= int(v) <= int(hi) for lo, hi in runs) for v in scattered)
-    assert pruning.key_runs(["2024-01-01", "2024-01-02", "2025-06-30"], "date") == (
-        ("2024-01-01", "2024-01-02"),
-        ("2025-06-30", "2025-06-30"),
+    assert pruning.key_runs(["19723", "19724", "20269"], "date") == (
+        ("19723", "19724"),
+        ("20269", "20269"),
     )
     assert pruning.key_runs(["9.50", "10.00", "250.25"], "decimal(12,2)") == (
         ("9.50", "10.00"),
         ("250.25", "250.25"),
     )
-    assert pruning.key_runs(["a", "b", "zz"], "string") is None
+    assert pruning.key_runs(["61", "62", "7A7A"], "string") is None

@@ -227,6 +227,12 @@ def default_session_parameters(
         "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
         # A fresh Derby metastore has no version row; verification would fail on it.
         "spark.hadoop.hive.metastore.schema.verification": "false",
+        # Iceberg mirrors each table's schema into the metastore, which by default refuses a
+        # column whose type differs from the one at its position before: every reorder,
+        # rename swap or drop + re-add of Iceberg columns (and replacing a table with another
+        # schema) failed with CommitStateUnknownException. Iceberg tracks columns by id; the
+        # metastore's copy is informational.
+        "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes": "false",
         # Keep every file under ivm_home instead of the current directory.
         "spark.sql.warehouse.dir": str(ivm_home / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (

@@ -66,9 +66,9 @@ def relation_key(table: exp.Table, default_db: str) -> str:
     return f"{db}.{table.name}".lower()
 
 
-def base_relations(sql: str, default_db: str) -> list[str]:
+def base_relations(sql: str, default_db: str, model: str = "?") -> list[str]:
     """The base relations a SELECT reads (CTE names excluded), in order of first use."""
-    tree = _parse(sql, "?")
+    tree = _parse(sql, model)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     found: list[str] = []
     for table in tree.find_all(exp.Table):
@@ -306,7 +306,7 @@ def analyze(
     notes: list[str] = []
     if tree.args.get("order"):
         notes.append("ORDER BY ignored: a maintained relation has no row order")
-    return Query(
+    query = Query(
         model=model,
         sql=sql,
         inputs=inputs,
@@ -320,3 +320,22 @@ def analyze(
         is_aggregate=is_aggregate,
         notes=notes,
     )
+    _check_column_types(query)
+    return query
+
+
+def _check_column_types(query: Query) -> None:
+    """Refuse base columns whose changes cannot be captured: a change log groups rows by
+    the columns the model reads, and Spark cannot compare or group maps."""
+    for relation, names in query.columns_read().items():
+        types = dict(query.columns_of(relation))
+        for name in names:
+            if "map<" in types[name].lower():
+                raise UnsupportedQueryError(
+                    query.model,
+                    "a base column of map type (maps cannot be compared, so their changes "
+                    "cannot be captured)",
+                    f"{relation}.{name} {types[name]}",
+                    "Read what you need of it in the SELECT of a view or table model "
+                    "upstream (e.g. m['key'] AS key), or use materialized='table'.",
+                )

@@ -2,12 +2,15 @@
 
 A watermark is the Iceberg snapshot id a model last consumed of a base table. A refresh pins
 the table's current snapshot (one consistent cut per refresh, Oracle's log snapshot) and writes
-the compacted change between the two once into a log table that every step then reads:
+the compacted change between the two once into a log table that every step then reads
+(only the columns the model reads: a projection of a weighted bag is its weighted
+projection, and the other columns may not even be comparable, e.g. maps):
 
 * changelog: Iceberg's `create_changelog_view` between the two snapshots (copy-on-write
   tables; no extra writes by producers);
 * version diff: `new EXCEPT ALL old` and `old EXCEPT ALL new` as one weighted GROUP BY, for
-  tables with merge-on-read delete files, which the changelog scan refuses.
+  tables with merge-on-read delete files, which the changelog scan refuses, and for a
+  watermark that is no longer an ancestor of the current snapshot (a rollback).
 
 Either way the log holds each distinct changed row once with its net weight
 (`__ivm_w`: +n inserted, -n deleted): a row inserted and deleted inside the window vanishes,
@@ -16,13 +19,13 @@ an update is -1 old row, +1 new row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+from dbt.adapters.spark_ivm.compiler.templates import col, table
 
 CATALOG = "spark_catalog"
 
@@ -38,33 +41,14 @@ class Snapshot:
     snapshot_id: int
     parent_id: int | None
     delete_files: int
-
-
-def current_snapshot_sql(relation: str) -> str:
-    """The snapshot id at the head of the table's main branch (no row: no snapshot yet)."""
-    return f"SELECT snapshot_id FROM {sql(table(relation))}.`refs` WHERE name = 'main'"
-
-
-def snapshots_sql(relation: str) -> str:
-    return (
-        f"SELECT snapshot_id, parent_id, "
-        f"CAST(COALESCE(summary['total-delete-files'], '0') AS BIGINT) "
-        f"FROM {sql(table(relation))}.`snapshots`"
-    )
-
-
-def parse_snapshots(rows: Iterable[Sequence]) -> dict[int, Snapshot]:
-    return {
-        int(r[0]): Snapshot(int(r[0]), None if r[1] is None else int(r[1]), int(r[2] or 0))
-        for r in rows
-    }
+    operation: str = ""  # append, overwrite, delete, replace (a rewrite: no logical change)
 
 
 def lineage(
-    snapshots: dict[int, Snapshot], old: int | None, new: int | None
+    snapshots: Mapping[int, Snapshot], old: int | None, new: int | None
 ) -> list[Snapshot] | None:
     """The snapshots after `old` up to `new` (both ends: old excluded), or None when `old` is
-    not an ancestor of `new` (the table was replaced or rolled back: the delta is unknown)."""
+    not an ancestor of `new` (the table was rolled back or replaced)."""
     if new is None:
         return [] if old is None else None
     chain: list[Snapshot] = []
@@ -81,15 +65,29 @@ def lineage(
 
 
 def choose_method(
-    snapshots: dict[int, Snapshot], old: int | None, new: int | None
-) -> CaptureMethod | None:
-    """How to read the change old -> new; None when it cannot be read (rebuild needed)."""
+    snapshots: Mapping[int, Snapshot], old: int | None, new: int | None
+) -> CaptureMethod | str:
+    """How to read the change old -> new, or why it cannot be read (then: rebuild).
+
+    * old == new, or only `replace` snapshots (compactions: the same rows in other files)
+      in between: no change;
+    * old an ancestor of new: the changelog (the version diff where delete files are);
+    * old still readable but not an ancestor (rolled back, or a branch made current): the
+      version diff, which holds for any two versions;
+    * old expired (`expire_snapshots`) or gone with its table: unreadable.
+    """
+    if old == new:
+        return CaptureMethod.NONE
+    if old is not None and old not in snapshots:
+        return f"its snapshot {old} that the state reflects was expired"
+    if new is None:
+        return "its rows were removed with their snapshots (the table has no snapshot now)"
     chain = lineage(snapshots, old, new)
     if chain is None:
-        return None
-    if not chain:
+        return CaptureMethod.VERSION_DIFF
+    if all(s.operation == "replace" for s in chain):
         return CaptureMethod.NONE
-    ends = [snapshots[old]] if old is not None and old in snapshots else []
+    ends = [snapshots[old]] if old is not None else []
     if any(s.delete_files > 0 for s in [*chain, *ends]):
         return CaptureMethod.VERSION_DIFF
     return CaptureMethod.CHANGELOG

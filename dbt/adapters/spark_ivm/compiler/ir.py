@@ -99,6 +99,26 @@ class Query:
                 return inp.columns
         raise KeyError(relation)
 
+    def columns_read(self) -> dict[str, list[str]]:
+        """Per base relation, the columns the query reads (of any occurrence), in table order.
+
+        >>> # select a.k, sum(b.x) from t a join t b on a.k = b.k group by a.k
+        >>> # -> {"db.t": ["k", "x"]}
+        """
+        nodes = [*self.outputs, *self.group_by, *(step.on for step in self.steps)]
+        nodes += [n for n in (self.where, self.having) if n is not None]
+        by_alias: dict[str, set[str]] = {}
+        for node in nodes:
+            for column in node.find_all(exp.Column):
+                by_alias.setdefault(column.table, set()).add(column.name.lower())
+        read: dict[str, set[str]] = {}
+        for inp in self.inputs:
+            read.setdefault(inp.relation, set()).update(by_alias.get(inp.alias, set()))
+        return {
+            relation: [c for c, _ in self.columns_of(relation) if c.lower() in names]
+            for relation, names in read.items()
+        }
+
     def input_named(self, alias: str) -> Input:
         for inp in self.inputs:
             if inp.alias == alias:

@@ -26,16 +26,15 @@ join, whose delta terms join the changed input as an inner join (`dC JOIN o@old`
 `customers c LEFT JOIN orders o`), but never an outer join inside a term, which keeps its
 preserved side's rows whether they match or not (a key filter there would drop padded rows),
 nor the padded-row terms of `outer_join.py`, which read no log. Only top-level equality
-conjuncts between two columns of the same type, and only types whose text form casts back
-exactly (integers, decimals, strings, dates).
+conjuncts between two columns of the same type, and only types `KeyCodec` carries exactly
+from the log into the SQL (integers, decimals, strings, dates).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -135,28 +134,98 @@ def enforced(term: Term, query: Query, step: int | None) -> bool:
     )
 
 
-def key_stats_sql(log: str, columns: Sequence[str], with_values: bool) -> str:
+class KeyCodec:
+    """How one key type travels from a log to a literal without losing a value.
+
+    A key is collected as text and written back into the refresh's SQL. The text must name
+    exactly the value it came from, whatever the data holds, and must be inert in SQL:
+    strings can hold quotes, backslashes, `${...}` (which Spark's variable substitution
+    expands inside string literals), NUL and other control characters; dates can lie
+    outside years 1-9999, where their text form is not ISO. So each type has its own
+    encoding, all of them plain digits or hex digits:
+
+    * integers and decimals: their text (`CAST(x AS STRING)` casts back exactly; a decimal
+      may come as `1E-8`, which casts back too);
+    * dates: the day number (`UNIX_DATE`), back with `DATE_FROM_UNIX_DATE`;
+    * strings: the hex of their UTF-8 bytes, back with `CAST(UNHEX(..) AS STRING)`.
+
+    Spark folds the decoding of a literal into a constant before it pushes filters into the
+    Iceberg scan, so the file pruning is unchanged.
+
+    >>> sql(KeyCodec.of("string").decode("2478", "string"))
+    "CAST(UNHEX('2478') AS STRING)"
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    @staticmethod
+    def of(dtype: str) -> KeyCodec:
+        dtype = dtype.lower()
+        if dtype in ("string", "date"):
+            return KeyCodec(dtype)
+        if dtype.startswith("decimal"):
+            return KeyCodec("decimal")
+        return KeyCodec("integer")
+
+    def encode(self, value: exp.Expression) -> exp.Expression:
+        """The SQL that turns a key value into its text."""
+        if self.kind == "string":
+            return exp.Hex(this=value)
+        if self.kind == "date":
+            value = exp.Anonymous(this="UNIX_DATE", expressions=[value])
+        return exp.cast(value, exp.DataType.build("string"))
+
+    def check(self, text: str) -> str:
+        """The text itself, after proving it is what `encode` writes (never SQL to run)."""
+        if self.kind == "string":
+            ok = len(text) % 2 == 0 and all(c in "0123456789ABCDEFabcdef" for c in text)
+        elif self.kind == "decimal":
+            ok = _is_decimal(text)
+        else:
+            ok = text.removeprefix("-").isdigit()
+        if not ok:
+            raise ValueError(f"key pruning: unexpected {self.kind} key text {text[:40]!r}")
+        return text
+
+    def decode(self, text: str, dtype: str) -> exp.Expression:
+        """The literal of the value `text` encodes, typed as the key column."""
+        text = self.check(text)
+        if self.kind == "string":
+            unhex = exp.Unhex(this=exp.Literal.string(text))
+            return exp.cast(unhex, exp.DataType.build("string"))
+        if self.kind == "date":
+            number = exp.Literal.number(int(text))
+            return exp.Anonymous(this="DATE_FROM_UNIX_DATE", expressions=[number])
+        return exp.cast(exp.Literal.string(text), exp.DataType.build(dtype, dialect="spark"))
+
+    def ordinal(self, text: str) -> int | Decimal | None:
+        """A number whose differences measure the gaps between keys (None: strings)."""
+        if self.kind == "string":
+            return None
+        return Decimal(text) if self.kind == "decimal" else int(text)
+
+
+def _is_decimal(text: str) -> bool:
+    try:
+        return Decimal(text).is_finite()
+    except ArithmeticError:
+        return False
+
+
+def key_stats_sql(
+    log: str, columns: Sequence[str], with_values: bool, dtypes: Mapping[str, str]
+) -> str:
     """One pass over a log: per column its bounds and (`with_values`: for a log small enough
-    to collect) its distinct values. NULLs are ignored, as by an equi-join."""
-    parts: list[str] = []
+    to collect) its distinct values, each as `KeyCodec` text. NULLs are ignored, as by an
+    equi-join."""
+    parts: list[exp.Expression] = []
     for name in columns:
-        c = sql(col(name))
-        parts += [f"CAST(MIN({c}) AS STRING)", f"CAST(MAX({c}) AS STRING)"]
+        codec = KeyCodec.of(dtypes.get(name, ""))
+        parts += [codec.encode(exp.Min(this=col(name))), codec.encode(exp.Max(this=col(name)))]
         if with_values:
-            parts.append(f"COLLECT_SET(CAST({c} AS STRING))")
-    return f"SELECT {', '.join(parts)} FROM {sql(table(log))}"
-
-
-def _ordinal(dtype: str) -> Callable[[str], int | Decimal] | None:
-    """How to read a key's text as a number whose differences measure gaps (None: no way)."""
-    dtype = dtype.lower()
-    if dtype in ("tinyint", "smallint", "int", "integer", "bigint"):
-        return int
-    if dtype.startswith("decimal"):
-        return Decimal
-    if dtype == "date":
-        return lambda text: dt.date.fromisoformat(text).toordinal()
-    return None
+            parts.append(exp.ArrayUniqueAgg(this=codec.encode(col(name))))
+    return sql(exp.Select().select(*parts).from_(table(log)))
 
 
 def key_runs(
@@ -171,10 +240,10 @@ def key_runs(
     >>> key_runs(["1", "2", "3", "500", "501", "9000"], "bigint", 2)
     (('1', '501'), ('9000', '9000'))
     """
-    ordinal = _ordinal(dtype)
-    if ordinal is None or not values:
+    codec = KeyCodec.of(dtype)
+    if codec.kind == "string" or not values:
         return None
-    keyed = sorted((ordinal(v), v) for v in values)
+    keyed = sorted((codec.ordinal(v), v) for v in values)
     gaps = [(keyed[i + 1][0] - keyed[i][0], i) for i in range(len(keyed) - 1)]
     narrowest = min((g for g, _ in gaps), default=0)
     cuts = sorted(i for g, i in sorted(gaps, reverse=True)[: max(0, max_runs - 1)] if g > narrowest)
@@ -187,13 +256,10 @@ def key_runs(
 
 
 def parse_key_stats(
-    row: Sequence,
-    columns: Sequence[str],
-    with_values: bool,
-    dtypes: Mapping[str, str] | None = None,
+    row: Sequence, columns: Sequence[str], with_values: bool, dtypes: Mapping[str, str]
 ) -> dict[str, KeyRange]:
     """The KeyRange of each column from a `key_stats_sql` row (`dtypes`: the columns' Spark
-    types, for runs of keys too many to list)."""
+    types, as given to `key_stats_sql`)."""
     width = 3 if with_values else 2
     out: dict[str, KeyRange] = {}
     for i, name in enumerate(columns):
@@ -206,7 +272,7 @@ def parse_key_stats(
             if len(listed) <= MAX_LISTED_KEYS:
                 values = tuple(sorted(listed))
             else:
-                runs = key_runs(listed, (dtypes or {}).get(name, ""))
+                runs = key_runs(listed, dtypes[name])
         out[name] = KeyRange(
             None if low is None else str(low), None if high is None else str(high), values, runs
         )
@@ -217,11 +283,11 @@ def key_filter(link: KeyLink, alias: str, key_range: KeyRange) -> exp.Expression
     """The filter on the other input's column implied by the delta's keys."""
     if key_range.low is None or key_range.high is None:
         return exp.false()
-    dtype = exp.DataType.build(link.dtype, dialect="spark")
+    codec = KeyCodec.of(link.dtype)
     column = col(link.other_column, alias)
 
     def literal(text: str) -> exp.Expression:
-        return exp.cast(exp.Literal.string(text), dtype.copy())
+        return codec.decode(text, link.dtype)
 
     def between(low: str, high: str) -> exp.Expression:
         return exp.Between(this=column.copy(), low=literal(low), high=literal(high))

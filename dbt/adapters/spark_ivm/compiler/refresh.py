@@ -32,7 +32,7 @@ from typing import Protocol
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import capture, pruning, render
+from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render, upkeep
 from dbt.adapters.spark_ivm.compiler.analyze import analyze, base_relations
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
@@ -40,7 +40,8 @@ from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
-FORMAT_VERSION = "1"
+# 2: the metadata row records each base table's identity, schema and the columns read.
+FORMAT_VERSION = "2"
 FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
 # Key values are collected into the driver (for pruning) only from logs up to this size.
 MAX_COLLECTED_LOG_ROWS = 100_000
@@ -87,6 +88,14 @@ class Target:
 
     def changelog_view(self, index: int) -> str:
         return self._scratch(f"cl_{index}")
+
+
+@dataclass(frozen=True)
+class Head:
+    """A base table's current Iceberg metadata file and snapshot (None: no snapshot yet)."""
+
+    metadata: str
+    snapshot: int | None
 
 
 @dataclass
@@ -182,15 +191,31 @@ class Maintainer:
             schemas[relation] = describe_columns(rows)
         return schemas
 
-    def _current_snapshot(self, relation: str) -> int | None:
+    def _head(self, relation: str) -> Head:
+        """The base table's current metadata file and snapshot."""
         # Catalogs cache table metadata; a commit by another writer (or a row-level
         # operation) may not be visible to a cached entry until it is refreshed.
         self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
-        rows = self._fetch("snapshot", capture.current_snapshot_sql(relation))
-        return int(rows[0][0]) if rows else None
+        rows = self._fetch("snapshot", base_tables.head_sql(relation))
+        if not rows:
+            raise BaseRelationError(self.model, relation, "has no Iceberg metadata log")
+        return Head(str(rows[0][0]), None if rows[0][1] is None else int(rows[0][1]))
+
+    def _metadata(self, relation: str, head: Head) -> base_tables.TableMetadata:
+        """The facts of the base table's current metadata file (read only when it changed)."""
+        try:
+            rows = self._fetch("metadata", base_tables.metadata_file_sql(head.metadata))
+            return base_tables.parse_metadata(head.metadata, rows)
+        except Exception as e:
+            raise BaseRelationError(
+                self.model,
+                relation,
+                f"has Iceberg metadata that cannot be read ({head.metadata})",
+                str(e)[:300],
+            ) from e
 
     def _plan(self, default_db: str) -> Plan:
-        relations = base_relations(self.compiled_sql, default_db)
+        relations = base_relations(self.compiled_sql, default_db, self.model)
         schemas = self._base_facts(relations)
         query = analyze(self.compiled_sql, self.model, schemas, default_db)
         outputs = describe_columns(
@@ -257,8 +282,13 @@ class Maintainer:
             return None
         if len(rows) != 1 or rows[0][0] is None:
             return None
-        meta = json.loads(rows[0][0])
-        meta["view_sql_hash"] = props.get("ivm.sql_hash")
+        try:
+            recorded = json.loads(rows[0][0])
+            watermarks = recorded["watermarks"]
+            meta = {**recorded, "recorded": recorded, "view_sql_hash": props.get("ivm.sql_hash")}
+            meta["watermarks"] = {k: None if v is None else int(v) for k, v in watermarks.items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None  # a metadata row edited or damaged by hand: rebuild
         return meta
 
     def _rebuild_reason(self, meta: dict | None, digest: str, the_plan: Plan) -> str | None:
@@ -272,25 +302,46 @@ class Maintainer:
             return "the model SQL changed since its state was built"
         if sorted(meta.get("watermarks", {})) != sorted(the_plan.query.relations):
             return "the model's base relations changed"
+        outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]
+        if meta.get("outputs") != outputs:
+            return f"the model's result columns changed: {meta.get('outputs')} -> {outputs}"
         return None
 
-    def _pin(self, the_plan: Plan) -> dict[str, int | None]:
-        pinned = {r: self._current_snapshot(r) for r in the_plan.query.relations}
+    def _pin(self, the_plan: Plan) -> dict[str, Head]:
+        heads = {r: self._head(r) for r in the_plan.query.relations}
         self._checkpoint("capture")
-        return pinned
+        return heads
 
     @staticmethod
-    def _meta_json(digest: str, watermarks: dict[str, int | None]) -> str:
-        return json.dumps({"sql_hash": digest, "watermarks": watermarks}, sort_keys=True)
+    def _meta_json(digest: str, the_plan: Plan, heads: dict[str, Head], bases: dict) -> str:
+        return json.dumps(
+            {
+                "sql_hash": digest,
+                "watermarks": {r: h.snapshot for r, h in heads.items()},
+                "bases": bases,
+                "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
+            },
+            sort_keys=True,
+        )
 
     def _build(self, the_plan: Plan, digest: str, reason: str) -> Outcome:
         self.log(f"ivm model '{self.model}': full build ({reason})")
-        pinned = self._pin(the_plan)
+        heads = self._pin(the_plan)
+        read = the_plan.query.columns_read()
+        bases = {
+            r: base_tables.fingerprint(self._metadata(r, head), read[r], head.snapshot)
+            for r, head in heads.items()
+        }
+        pinned = {r: h.snapshot for r, h in heads.items()}
         state = self.target.state
-        versions = render.Versions(old={}, new=pinned, logs={})
+        live = frozenset(r for r, b in bases.items() if b["live"])
+        versions = render.Versions(old={}, new=pinned, logs={}, live=live)
         renderer = TermRenderer(the_plan.query, render.leaf_at(the_plan.query, versions))
-        select = render.initial_state_select(the_plan, renderer, self._meta_json(digest, pinned))
-        self._run("build state", render.create_state_sql(state, select))
+        meta = self._meta_json(digest, the_plan, heads, bases)
+        select = render.initial_state_select(the_plan, renderer, meta)
+        for statement in render.create_state_sql(state, select):
+            self._run("build state", statement)
+        self._check_unmoved(heads, live)
         rows = self._fetch(
             "count", f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
         )
@@ -315,28 +366,75 @@ class Maintainer:
             timings=self.timings,
         )
 
+    def _check_unmoved(self, heads: dict[str, Head], live: frozenset[str]) -> None:
+        """Fail (before a refresh's commit; after a build, whose state is then rebuilt by the
+        next run) if a base table read live got a commit since it was pinned: the rows read
+        would not be the pinned snapshot's."""
+        for relation in sorted(live):
+            if self._head(relation).snapshot != heads[relation].snapshot:
+                raise BaseRelationError(
+                    self.model,
+                    relation,
+                    "got a commit while the refresh read it (a column it reads was renamed "
+                    "after its last commit, so it was read live, not at its snapshot)",
+                    "Nothing was applied; run the model again.",
+                )
+
+    def _check_bases(
+        self, query: Query, meta: dict, heads: dict[str, Head]
+    ) -> tuple[dict[str, base_tables.TableMetadata], dict] | str:
+        """The current metadata of every base table whose metadata file changed, and what
+        the next state records of each; or why the state cannot be trusted (`base_tables`)."""
+        read = query.columns_read()
+        recorded: dict = meta.get("bases", {})
+        changed: dict[str, base_tables.TableMetadata] = {}
+        bases: dict = {}
+        for relation, head in heads.items():
+            before = recorded.get(relation)
+            if before is None:
+                return f"the state has no record of base table {relation}"
+            if before.get("metadata") == head.metadata:
+                bases[relation] = before
+                continue
+            try:
+                now = self._metadata(relation, head)
+            except BaseRelationError as e:  # rebuild, and say why
+                return str(e)
+            reason = base_tables.untrusted(relation, before, now, read[relation])
+            if reason is not None:
+                return reason
+            changed[relation] = now
+            bases[relation] = base_tables.fingerprint(now, read[relation], head.snapshot)
+        return changed, bases
+
     def _capture(
-        self, query: Query, watermarks: dict[str, int | None], pinned: dict[str, int | None]
+        self,
+        query: Query,
+        watermarks: dict[str, int | None],
+        pinned: dict[str, int | None],
+        metadata: dict[str, base_tables.TableMetadata],
     ) -> tuple[dict[str, str], dict[str, int]] | str:
         """Write one compacted log per changed base relation; a rebuild reason when a base
-        table's lineage is broken (its change since the watermark cannot be read)."""
+        table's change since the watermark cannot be read (`capture.choose_method`)."""
         logs: dict[str, str] = {}
         counts: dict[str, int] = {}
+        read = query.columns_read()
         for index, relation in enumerate(query.relations):
             old, new = watermarks.get(relation), pinned[relation]
+            counts[relation] = 0
             if old == new:
-                counts[relation] = 0
                 continue
-            snaps = capture.parse_snapshots(
-                self._fetch("snapshots", capture.snapshots_sql(relation))
-            )
-            method = capture.choose_method(snaps, old, new)
-            if method is None:
-                return f"base table {relation} was replaced or rolled back since the last refresh"
+            if any(metadata[relation].stale(snap, read[relation]) for snap in (old, new)):
+                return (
+                    f"base table {relation} changed, and its snapshots carry an older schema "
+                    "than the table (a column the model reads was renamed after a commit)"
+                )
+            method = capture.choose_method(metadata[relation].snapshots, old, new)
+            if not isinstance(method, capture.CaptureMethod):
+                return f"the change of base table {relation} cannot be read: {method}"
             if method is capture.CaptureMethod.NONE or new is None:
-                counts[relation] = 0
                 continue
-            columns = [c for c, _ in query.columns_of(relation)]
+            columns = read[relation]
             log_table = self.target.log(index)
             if method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
@@ -368,12 +466,10 @@ class Maintainer:
             if not columns:
                 continue
             with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
-            row = self._fetch(
-                "key ranges", pruning.key_stats_sql(logs[relation], columns, with_values)
-            )[0]
-            by_relation[relation] = pruning.parse_key_stats(
-                row, columns, with_values, dict(query.columns_of(relation))
-            )
+            dtypes = dict(query.columns_of(relation))
+            stats = pruning.key_stats_sql(logs[relation], columns, with_values, dtypes)
+            row = self._fetch("key ranges", stats)[0]
+            by_relation[relation] = pruning.parse_key_stats(row, columns, with_values, dtypes)
         return {
             (i, column): key_range
             for i, inp in enumerate(query.inputs)
@@ -384,22 +480,26 @@ class Maintainer:
         """The incremental refresh, or the reason it cannot be done (then: rebuild)."""
         query = the_plan.query
         state = self.target.state
-        watermarks: dict[str, int | None] = {
-            k: (None if v is None else int(v)) for k, v in meta["watermarks"].items()
-        }
-        pinned = self._pin(the_plan)
-        captured = self._capture(query, watermarks, pinned)
+        watermarks: dict[str, int | None] = meta["watermarks"]
+        heads = self._pin(the_plan)
+        pinned = {r: h.snapshot for r, h in heads.items()}
+        checked = self._check_bases(query, meta, heads)
+        if isinstance(checked, str):
+            return checked
+        metadata, bases = checked
+        captured = self._capture(query, watermarks, pinned, metadata)
         if isinstance(captured, str):
             return captured
         logs, counts = captured
         self._checkpoint("logs")
         changes = ", ".join(f"{r}: {n} delta rows" for r, n in counts.items())
-        new_meta = self._meta_json(digest, pinned)
+        new_meta = self._meta_json(digest, the_plan, heads, bases)
 
         inserted = updated = deleted = recomputed = 0
         commit: str | None = None
+        live = frozenset(r for r, b in bases.items() if b.get("live"))
         if logs:
-            versions = render.Versions(old=watermarks, new=pinned, logs=logs)
+            versions = render.Versions(old=watermarks, new=pinned, logs=logs, live=live)
             renderer = TermRenderer(query, render.leaf_at(query, versions), versions.changed(query))
             key_ranges = self._key_ranges(query, logs, counts)
             compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
@@ -425,11 +525,13 @@ class Maintainer:
                 commit = render.merge_sql(
                     the_plan, state, self.target.delta, recomputed_table, new_meta, types
                 )
-        if commit is None and pinned != watermarks:
+        if commit is None and new_meta != json.dumps(meta["recorded"], sort_keys=True):
             commit = render.advance_meta_sql(state, new_meta)
         if commit is not None:
+            self._check_unmoved(heads, live)
             self._run("commit", commit)
             self._checkpoint("commit")
+            self._upkeep()
         if inserted or updated or deleted:
             summary = f"refreshed ({changes}); state rows +{inserted} ~{updated} -{deleted}" + (
                 f", {recomputed} groups recomputed" if recomputed else ""
@@ -444,3 +546,18 @@ class Maintainer:
             summary=summary,
             timings=self.timings,
         )
+
+    def _upkeep(self) -> None:
+        """After the commit: compact the state table and expire its old snapshots when due
+        (`upkeep.py`). The refresh is committed already, so a failure here only logs: the
+        run succeeds and the next refresh tries again."""
+        state = self.target.state
+        try:
+            stats = upkeep.parse_stats(self._fetch("upkeep", upkeep.stats_sql(state))[0])
+            for label, statement in upkeep.statements(state, stats):
+                self._run(label, statement)
+        except Exception as e:  # noqa: BLE001 - upkeep must not fail a committed refresh
+            self.log(
+                f"ivm model '{self.model}': WARNING: upkeep of {state} failed, the refresh "
+                f"is committed and the next one retries: {' '.join(str(e).split())[:300]}"
+            )

@@ -41,6 +41,7 @@ from dbt.adapters.spark_ivm.compiler.templates import (
     sql,
     table,
     template,
+    text,
 )
 
 MATCHED = "__ivm_matched"
@@ -60,6 +61,9 @@ class Versions:
     old: Mapping[str, int | None]
     new: Mapping[str, int | None]
     logs: Mapping[str, str]
+    # Unchanged relations read as the table is now, not `VERSION AS OF` their snapshot, whose
+    # schema is older than the table's (`base_tables.TableMetadata.stale`).
+    live: frozenset[str] = frozenset()
 
     def changed(self, query: Query) -> frozenset[int]:
         """Indexes of the inputs whose relation has a captured delta."""
@@ -77,6 +81,8 @@ def leaf_at(query: Query, versions: Versions | None):
         if versions is None:
             return table(relation)
         snap = (versions.old if version == OLD else versions.new).get(relation)
+        if relation in versions.live and snap is not None:
+            return exp.Subquery(this=exp.Select().select(exp.Star()).from_(table(relation)))
         if snap is None:
             body = exp.Select().select(exp.Star()).from_(table(relation)).where(exp.false())
         else:
@@ -110,18 +116,22 @@ def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.E
     )
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),
-        exp.alias_(exp.Literal.string(meta), META, quoted=True),
+        exp.alias_(text(meta), META, quoted=True),
         *(exp.alias_(exp.null(), name, quoted=True) for name, _ in projections[2:]),
     )
     return exp.union(select, meta_row, distinct=False)
 
 
-def create_state_sql(state: str, select: exp.Expression) -> str:
-    """Create or atomically replace the state table (Iceberg, merge-on-read)."""
-    return (
-        f"CREATE OR REPLACE TABLE {sql(table(state))} USING iceberg "
-        f"TBLPROPERTIES ({STATE_PROPERTIES}) AS {sql(select)}"
-    )
+def create_state_sql(state: str, select: exp.Expression) -> list[str]:
+    """Drop any old state table, then create the new one (Iceberg, merge-on-read).
+
+    Not `CREATE OR REPLACE`: a model edited between runs (a group key added, `sum` made
+    `avg`) changes the state's columns, and the Hive metastore refuses to replace a table's
+    schema with incompatible column types (`CommitStateUnknownException`), which left even
+    `--full-refresh` failing. A build drops the model's relation anyway.
+    """
+    create = f"CREATE TABLE {sql(table(state))} USING iceberg TBLPROPERTIES ({STATE_PROPERTIES})"
+    return [f"DROP TABLE IF EXISTS {sql(table(state))} PURGE", f"{create} AS {sql(select)}"]
 
 
 def meta_sql(state: str) -> str:
@@ -281,7 +291,7 @@ def merge_sql(
     delta_columns += [RECOMPUTE_FLAG, MATCHED, NEW_COUNT]
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),
-        exp.alias_(exp.Literal.string(meta), META, quoted=True),
+        exp.alias_(text(meta), META, quoted=True),
         *(exp.alias_(exp.null(), c, quoted=True) for c in [*delta_columns, *rc_cols]),
     )
     using = exp.union(source, meta_row, distinct=False)
@@ -318,9 +328,7 @@ def merge_sql(
 
 def advance_meta_sql(state: str, meta: str) -> str:
     """Advance only the watermarks (the changes did not affect the view): one commit."""
-    return (
-        f"UPDATE {sql(table(state))} SET {META} = {sql(exp.Literal.string(meta))} WHERE {ROW} = 1"
-    )
+    return f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))} WHERE {ROW} = 1"
 
 
 def stats_sql(delta: str) -> str:

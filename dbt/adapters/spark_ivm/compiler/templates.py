@@ -37,6 +37,22 @@ def template(sql: str, **nodes: exp.Expression | str | int) -> exp.Expression:
     return _parsed(sql).copy().transform(fill, copy=False)
 
 
+def text(value: str) -> exp.Expression:
+    """A string value as SQL that Spark reads back unchanged.
+
+    Spark substitutes `${...}` inside SQL text, string literals included, and escapes differ
+    between Spark's parser and other writers; so anything but plain printable ASCII travels
+    as the hex of its UTF-8 bytes.
+
+    >>> text("abc").sql(), text("${x}").sql("spark")
+    ("'abc'", "CAST(UNHEX('247B787D') AS STRING)")
+    """
+    if value.isascii() and value.isprintable() and not any(c in value for c in "$\\'"):
+        return exp.Literal.string(value)
+    unhex = exp.Unhex(this=exp.Literal.string(value.encode().hex().upper()))
+    return exp.cast(unhex, exp.DataType.build("string"))
+
+
 def col(name: str, table: str | None = None) -> exp.Column:
     """A quoted column reference (`table`.`name`)."""
     return exp.column(name, table, quoted=True)
