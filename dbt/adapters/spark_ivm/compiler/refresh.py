@@ -341,7 +341,12 @@ class Maintainer:
         select = render.initial_state_select(the_plan, renderer, meta)
         for statement in render.create_state_sql(state, select):
             self._run("build state", statement)
-        self._check_unmoved(heads, live)
+        try:
+            self._check_unmoved(heads, live)
+        except BaseRelationError:
+            # Its rows may hold a later commit than its watermarks say: never refresh it.
+            self._run("build state", render.create_state_sql(state, select)[0])
+            raise
         rows = self._fetch(
             "count", f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
         )
