@@ -345,7 +345,7 @@ class Maintainer:
             self._check_unmoved(heads, live)
         except BaseRelationError:
             # Its rows may hold a later commit than its watermarks say: never refresh it.
-            self._run("build state", render.create_state_sql(state, select)[0])
+            self._run("build state", render.drop_state_sql(state))
             raise
         rows = self._fetch(
             "count", f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"

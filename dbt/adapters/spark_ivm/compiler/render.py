@@ -131,7 +131,12 @@ def create_state_sql(state: str, select: exp.Expression) -> list[str]:
     `--full-refresh` failing. A build drops the model's relation anyway.
     """
     create = f"CREATE TABLE {sql(table(state))} USING iceberg TBLPROPERTIES ({STATE_PROPERTIES})"
-    return [f"DROP TABLE IF EXISTS {sql(table(state))} PURGE", f"{create} AS {sql(select)}"]
+    return [drop_state_sql(state), f"{create} AS {sql(select)}"]
+
+
+def drop_state_sql(state: str) -> str:
+    """Drop a state table and its files."""
+    return f"DROP TABLE IF EXISTS {sql(table(state))} PURGE"
 
 
 def meta_sql(state: str) -> str:
