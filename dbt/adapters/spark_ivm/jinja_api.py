@@ -11,6 +11,7 @@ from typing import Any
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
@@ -24,6 +25,13 @@ from dbt.adapters.spark_ivm.compiler.refresh import (
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 logger = AdapterLogger("spark_ivm")
+
+
+def quote(identifier: str) -> str:
+    """A Spark SQL identifier in backquotes."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
 TIMINGS_ENV = "DBT_SPARK_IVM_TIMINGS"
 
 
@@ -40,6 +48,20 @@ class _ConnectionExecutor:
     def fetch(self, statement: str) -> list[tuple]:
         _, cursor = self.adapter.connections.add_query(statement, auto_begin=False)
         return [tuple(row) for row in cursor.fetchall()]
+
+    def changelog_view(self, relation: str, options: dict[str, str], view_name: str) -> bool:
+        """Session method only: the raw Iceberg changelog scan of `relation` with `options`
+        as a temp view of the session dbt's statements run in (SQL in Spark 3.5 cannot pass
+        read options to a table; see `compiler/capture/changelog.py`)."""
+        credentials = self.adapter.config.credentials
+        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
+            return False
+        from pyspark.sql import SparkSession  # session method: pyspark is installed
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        name = ".".join(quote(part) for part in ["spark_catalog", *relation.split("."), "changes"])
+        spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
+        return True
 
 
 class IvmJinjaApi:

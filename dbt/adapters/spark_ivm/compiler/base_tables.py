@@ -72,6 +72,16 @@ def head_sql(relation: str) -> str:
     )
 
 
+def heads_sql(relations: Sequence[str]) -> str:
+    """`head_sql` of several tables in one statement: rows (index, file, latest_snapshot_id),
+    one per table, `index` its position in `relations`."""
+    parts = [
+        f"SELECT {i} AS i, file, latest_snapshot_id FROM ({head_sql(relation)})"
+        for i, relation in enumerate(relations)
+    ]
+    return " UNION ALL ".join(parts)
+
+
 def metadata_file_sql(location: str) -> str:
     """The lines of a metadata file (Iceberg writes its JSON on one line)."""
     path = exp.Table(this=exp.to_identifier(location, quoted=True), db=exp.to_identifier("text"))

@@ -15,7 +15,7 @@ Example: `select k, sum(x) as s from t group by k` -> keys [t.k], state
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from sqlglot import exp
@@ -49,6 +49,7 @@ class Plan:
     output_types: list[str]
     visible: list[exp.Expression]
     having: exp.Expression | None
+    arg_types: list[str | None] = field(default_factory=list)  # Spark types, for the state
 
     @property
     def grouped(self) -> bool:
@@ -128,7 +129,7 @@ def plan(
         shape = Shape.DISTINCT if query.distinct else Shape.BAG
         keys = [o.copy() for o in outputs]
         visible = [col(f"__ivm_k{i}") for i in range(len(keys))]
-        return Plan(query, shape, keys, [], names, types, visible, None)
+        return Plan(query, shape, keys, [], names, types, visible, None, list(arg_types))
 
     keys = [g.copy() for g in query.group_by]
     rules = [rule_for(i, agg, arg_types[i]) for i, agg in enumerate(query.aggregates)]
@@ -151,4 +152,4 @@ def plan(
 
     visible = [lift(o, "the select list") for o in outputs]
     having = lift(query.having, "HAVING") if query.having is not None else None
-    return Plan(query, Shape.AGGREGATE, keys, rules, names, types, visible, having)
+    return Plan(query, Shape.AGGREGATE, keys, rules, names, types, visible, having, list(arg_types))

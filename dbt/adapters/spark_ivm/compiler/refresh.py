@@ -28,12 +28,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render, upkeep
 from dbt.adapters.spark_ivm.compiler.analyze import analyze, base_relations
+from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
 from dbt.adapters.spark_ivm.compiler.ir import Query
@@ -54,6 +55,17 @@ class Executor(Protocol):
     def execute(self, statement: str) -> None: ...
 
     def fetch(self, statement: str) -> list[tuple]: ...
+
+
+@runtime_checkable
+class ChangelogReader(Protocol):
+    """An executor that can also expose an Iceberg table's raw changelog scan as a temp view
+    (the session method; `capture/changelog.py` says why that is cheaper than the CALL)."""
+
+    def changelog_view(self, relation: str, options: dict[str, str], view_name: str) -> bool:
+        """Create `view_name` over the `changes` table of `relation` read with `options`;
+        False when this connection cannot (then the procedure is used)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -150,6 +162,8 @@ class Maintainer:
     log: Callable[[str], None] = print
     timings: list[tuple[str, float]] = field(default_factory=list)
     scratch: list[str] = field(default_factory=list)  # session views this refresh created
+    # Parsed Iceberg metadata files by location (a file never changes once written).
+    metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
 
     # -- plumbing -------------------------------------------------------------------------
     def _run(self, label: str, statement: str) -> None:
@@ -191,21 +205,33 @@ class Maintainer:
             schemas[relation] = describe_columns(rows)
         return schemas
 
-    def _head(self, relation: str) -> Head:
-        """The base table's current metadata file and snapshot."""
+    def _heads(self, relations: Sequence[str]) -> dict[str, Head]:
+        """The base tables' current metadata files and snapshots, read in one statement."""
+        if not relations:
+            return {}
         # Catalogs cache table metadata; a commit by another writer (or a row-level
         # operation) may not be visible to a cached entry until it is refreshed.
-        self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
-        rows = self._fetch("snapshot", base_tables.head_sql(relation))
-        if not rows:
-            raise BaseRelationError(self.model, relation, "has no Iceberg metadata log")
-        return Head(str(rows[0][0]), None if rows[0][1] is None else int(rows[0][1]))
+        for relation in relations:
+            self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
+        rows = self._fetch("snapshot", base_tables.heads_sql(relations))
+        found = {int(row[0]): row for row in rows}
+        heads: dict[str, Head] = {}
+        for index, relation in enumerate(relations):
+            row = found.get(index)
+            if row is None:
+                raise BaseRelationError(self.model, relation, "has no Iceberg metadata log")
+            heads[relation] = Head(str(row[1]), None if row[2] is None else int(row[2]))
+        return heads
 
     def _metadata(self, relation: str, head: Head) -> base_tables.TableMetadata:
-        """The facts of the base table's current metadata file (read only when it changed)."""
+        """The facts of the base table's current metadata file (read only when it changed,
+        and once per refresh)."""
+        known = self.metadata_read.get(head.metadata)
+        if known is not None:
+            return known
         try:
             rows = self._fetch("metadata", base_tables.metadata_file_sql(head.metadata))
-            return base_tables.parse_metadata(head.metadata, rows)
+            parsed = base_tables.parse_metadata(head.metadata, rows)
         except Exception as e:
             raise BaseRelationError(
                 self.model,
@@ -213,8 +239,18 @@ class Maintainer:
                 f"has Iceberg metadata that cannot be read ({head.metadata})",
                 str(e)[:300],
             ) from e
+        self.metadata_read[head.metadata] = parsed
+        return parsed
 
-    def _plan(self, default_db: str) -> Plan:
+    def _plan(self, default_db: str, facts: dict | None = None) -> Plan:
+        """The model's plan. `facts` (the base schemas, result columns and aggregate argument
+        types recorded by the last commit) stand in for Spark's DESCRIBEs when no base
+        table's schema changed since (`_recorded_facts`)."""
+        if facts is not None:
+            schemas = {r: [(n, t) for n, t in cols] for r, cols in facts["schemas"].items()}
+            query = analyze(self.compiled_sql, self.model, schemas, default_db)
+            outputs = [(n, t) for n, t in facts["outputs"]]
+            return plan(query, outputs, list(facts["arg_types"]))
         relations = base_relations(self.compiled_sql, default_db, self.model)
         schemas = self._base_facts(relations)
         query = analyze(self.compiled_sql, self.model, schemas, default_db)
@@ -236,25 +272,74 @@ class Maintainer:
             arg_types = [next(it) if a is not None else None for a in args]
         return plan(query, outputs, arg_types)
 
+    def _recorded_facts(self, meta: dict, heads: dict[str, Head]) -> dict | None:
+        """The planning facts the last commit recorded, when they still hold: every base
+        table is the same table (uuid) with the same schema (Iceberg schema id) as then.
+        None: plan from Spark's DESCRIBEs."""
+        facts = meta.get("recorded", {}).get("facts")
+        if not isinstance(facts, dict) or set(facts.get("schemas", {})) != set(heads):
+            return None
+        for relation, head in heads.items():
+            before = meta.get("bases", {}).get(relation) or {}
+            if before.get("metadata") == head.metadata:
+                continue
+            try:
+                now = self._metadata(relation, head)
+            except BaseRelationError:
+                return None  # the full path reports it
+            if now.uuid != before.get("uuid") or now.schema_id != before.get("schema_id"):
+                return None
+        return facts
+
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
         default_db = self.target.schema.lower()
-        the_plan = self._plan(default_db)
+        digest = sql_hash(self.compiled_sql)
+        meta = self._meta() if self.existing == "view" and not self.full_refresh else None
+        heads: dict[str, Head] | None = None
+        facts: dict | None = None
+        if meta is not None and self._same_model(meta, digest, default_db):
+            heads = self._pin(list(meta["watermarks"]))
+            if all(
+                (meta["bases"].get(r) or {}).get("metadata") == h.metadata for r, h in heads.items()
+            ):
+                # No base table's metadata file moved: nothing can have changed, and the
+                # model need not even be planned (one metadata query for all bases).
+                return self._unchanged(heads)
+            facts = self._recorded_facts(meta, heads)
+        the_plan = self._plan(default_db, facts)
         for note in the_plan.query.notes:
             self.log(f"ivm model '{self.model}': {note}")
-        digest = sql_hash(self.compiled_sql)
-        meta = self._meta() if self.existing == "view" else None
         reason = self._rebuild_reason(meta, digest, the_plan)
         if reason is None:
             assert meta is not None
             try:
-                outcome = self._refresh(the_plan, meta, digest)
+                outcome = self._refresh(the_plan, meta, digest, heads)
             finally:
                 self._drop_scratch()
             if isinstance(outcome, Outcome):
                 return outcome
             reason = outcome
         return self._build(the_plan, digest, reason)
+
+    def _same_model(self, meta: dict, digest: str, default_db: str) -> bool:
+        """Is the state the one of this model SQL over the same base relations?"""
+        if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
+            return False
+        relations = base_relations(self.compiled_sql, default_db, self.model)
+        return sorted(meta.get("watermarks", {})) == sorted(relations) and isinstance(
+            meta.get("bases"), dict
+        )
+
+    def _unchanged(self, heads: dict[str, Head]) -> Outcome:
+        changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
+        return Outcome(
+            mode="refresh",
+            reason="incremental",
+            main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
+            summary=f"no MERGE: no base table changed ({changes})",
+            timings=self.timings,
+        )
 
     def _compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
         """Compute a scratch relation (see `render.create_scratch_sql`)."""
@@ -307,8 +392,8 @@ class Maintainer:
             return f"the model's result columns changed: {meta.get('outputs')} -> {outputs}"
         return None
 
-    def _pin(self, the_plan: Plan) -> dict[str, Head]:
-        heads = {r: self._head(r) for r in the_plan.query.relations}
+    def _pin(self, relations: Sequence[str]) -> dict[str, Head]:
+        heads = self._heads(relations)
         self._checkpoint("capture")
         return heads
 
@@ -320,13 +405,21 @@ class Maintainer:
                 "watermarks": {r: h.snapshot for r, h in heads.items()},
                 "bases": bases,
                 "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
+                "facts": {
+                    "schemas": {
+                        r: [list(c) for c in the_plan.query.columns_of(r)]
+                        for r in the_plan.query.relations
+                    },
+                    "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
+                    "arg_types": the_plan.arg_types,
+                },
             },
             sort_keys=True,
         )
 
     def _build(self, the_plan: Plan, digest: str, reason: str) -> Outcome:
         self.log(f"ivm model '{self.model}': full build ({reason})")
-        heads = self._pin(the_plan)
+        heads = self._pin(the_plan.query.relations)
         read = the_plan.query.columns_read()
         bases = {
             r: base_tables.fingerprint(self._metadata(r, head), read[r], head.snapshot)
@@ -375,8 +468,9 @@ class Maintainer:
         """Fail (before a refresh's commit; after a build, whose state is then rebuilt by the
         next run) if a base table read live got a commit since it was pinned: the rows read
         would not be the pinned snapshot's."""
+        now = self._heads(sorted(live))
         for relation in sorted(live):
-            if self._head(relation).snapshot != heads[relation].snapshot:
+            if now[relation].snapshot != heads[relation].snapshot:
                 raise BaseRelationError(
                     self.model,
                     relation,
@@ -443,18 +537,28 @@ class Maintainer:
             log_table = self.target.log(index)
             if method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
-                calls, select = capture.changelog_sqls(relation, old, new, view, columns)
                 self.scratch.append(view)
-                for call in calls:
-                    self._run("changelog", call)
+                self._changelog_view(relation, old, new, view)
+                select = changelog.log_select(view, columns)
             else:
-                select = capture.version_diff_select(relation, old, new, columns)
+                select = version_diff.log_select(relation, old, new, columns)
             self._compute_scratch(f"log {relation}", log_table, select)
             n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
             counts[relation] = n
             if n:
                 logs[relation] = log_table
         return logs, counts
+
+    def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> None:
+        """The changelog scan old -> new as the temp view `view`: raw where the connection
+        can read it so, else through Iceberg's procedure (carry-overs removed)."""
+        start = time.monotonic()
+        if isinstance(self.executor, ChangelogReader) and self.executor.changelog_view(
+            relation, changelog.scan_options(old, new), view
+        ):
+            self.timings.append(("changelog", time.monotonic() - start))
+            return
+        self._run("changelog", changelog.procedure_sql(relation, old, new, view))
 
     def _key_ranges(
         self, query: Query, logs: dict[str, str], counts: dict[str, int]
@@ -481,12 +585,15 @@ class Maintainer:
             for column, key_range in by_relation.get(inp.relation, {}).items()
         }
 
-    def _refresh(self, the_plan: Plan, meta: dict, digest: str) -> Outcome | str:
+    def _refresh(
+        self, the_plan: Plan, meta: dict, digest: str, heads: dict[str, Head] | None
+    ) -> Outcome | str:
         """The incremental refresh, or the reason it cannot be done (then: rebuild)."""
         query = the_plan.query
         state = self.target.state
         watermarks: dict[str, int | None] = meta["watermarks"]
-        heads = self._pin(the_plan)
+        if heads is None:
+            heads = self._pin(query.relations)
         pinned = {r: h.snapshot for r, h in heads.items()}
         checked = self._check_bases(query, meta, heads)
         if isinstance(checked, str):

@@ -6,11 +6,12 @@ the compacted change between the two once into a log table that every step then 
 (only the columns the model reads: a projection of a weighted bag is its weighted
 projection, and the other columns may not even be comparable, e.g. maps):
 
-* changelog: Iceberg's `create_changelog_view` between the two snapshots (copy-on-write
-  tables; no extra writes by producers);
-* version diff: `new EXCEPT ALL old` and `old EXCEPT ALL new` as one weighted GROUP BY, for
-  tables with merge-on-read delete files, which the changelog scan refuses, and for a
-  watermark that is no longer an ancestor of the current snapshot (a rollback).
+* changelog (`capture/changelog.py`): Iceberg's changelog scan between the two snapshots
+  (copy-on-write tables; no extra writes by producers);
+* version diff (`capture/version_diff.py`): `new EXCEPT ALL old` and `old EXCEPT ALL new` as
+  one weighted GROUP BY, for tables with merge-on-read delete files, which the changelog scan
+  refuses, and for a watermark that is no longer an ancestor of the current snapshot (a
+  rollback).
 
 Either way the log holds each distinct changed row once with its net weight
 (`__ivm_w`: +n inserted, -n deleted): a row inserted and deleted inside the window vanishes,
@@ -19,13 +20,9 @@ an update is -1 old row, +1 new row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-
-from sqlglot import exp
-
-from dbt.adapters.spark_ivm.compiler.templates import col, table
 
 CATALOG = "spark_catalog"
 
@@ -91,65 +88,3 @@ def choose_method(
     if any(s.delete_files > 0 for s in [*chain, *ends]):
         return CaptureMethod.VERSION_DIFF
     return CaptureMethod.CHANGELOG
-
-
-def _weighted_log(
-    source: exp.Expression, columns: Sequence[str], weight: exp.Expression
-) -> exp.Select:
-    select = exp.Select().from_(exp.alias_(exp.Subquery(this=source), "__ivm_src", table=True))
-    for name in columns:
-        select = select.select(col(name))
-    total = exp.Sum(this=weight)
-    select = select.select(exp.alias_(total, "__ivm_w", quoted=True))
-    if columns:
-        select = select.group_by(*(col(n) for n in columns))
-    return select.having(exp.NEQ(this=total.copy(), expression=exp.Literal.number(0)))
-
-
-def changelog_sqls(
-    relation: str, old: int | None, new: int, view_name: str, columns: Sequence[str]
-) -> tuple[list[str], exp.Select]:
-    """The CALL that creates the changelog temp view, and the SELECT of the compacted log."""
-    options = [f"'end-snapshot-id', '{int(new)}'"]
-    if old is not None:
-        options.insert(0, f"'start-snapshot-id', '{int(old)}'")
-    call = (
-        f"CALL {CATALOG}.system.create_changelog_view(table => '{relation}', "
-        f"options => map({', '.join(options)}), changelog_view => '{view_name}')"
-    )
-    weight = exp.If(
-        this=exp.column("_change_type").isin("INSERT", "UPDATE_AFTER"),
-        true=exp.Literal.number(1),
-        false=exp.Literal.number(-1),
-    )
-    source = (
-        exp.Select()
-        .select(*(col(c) for c in columns))
-        .select(exp.alias_(weight, "__ivm_cw", quoted=True))
-        .from_(exp.to_identifier(view_name, quoted=True))
-    )
-    return [call], _weighted_log(source, columns, col("__ivm_cw"))
-
-
-def version_diff_select(
-    relation: str, old: int | None, new: int, columns: Sequence[str]
-) -> exp.Select:
-    """new - old as weighted rows: the bag difference of two versions (a full scan of both)."""
-
-    def version(snap: int | None, weight: int) -> exp.Select:
-        select = (
-            exp.Select()
-            .select(*(col(c) for c in columns))
-            .select(exp.alias_(exp.Literal.number(weight), "__ivm_cw", quoted=True))
-        )
-        if snap is None:
-            return select.from_(table(relation)).where(exp.false())
-        src = exp.Table(
-            this=exp.to_identifier(relation.split(".")[1], quoted=True),
-            db=exp.to_identifier(relation.split(".")[0], quoted=True),
-            version=exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snap)),
-        )
-        return select.from_(src)
-
-    union = exp.union(version(new, 1), version(old, -1), distinct=False)
-    return _weighted_log(union, columns, col("__ivm_cw"))
