@@ -46,7 +46,7 @@ class JoinStep:
 
 
 class AggKind(str, Enum):
-    """Which rule maintains an aggregate call (see `aggregates.py`)."""
+    """Which rule maintains an aggregate call (see `aggregates/`)."""
 
     COUNT_STAR = "count_star"
     COUNT = "count"

@@ -3,7 +3,7 @@
 Three shapes, all keyed by `__ivm_k<i>` columns with a multiplicity `__ivm_count__`:
 
 * aggregate: one state row per group (keys = GROUP BY expressions; no keys = exactly one row),
-  plus each aggregate rule's helper columns (`aggregates.py`);
+  plus each aggregate rule's helper columns (`aggregates/`);
 * distinct: one state row per distinct output row, visible while its count > 0;
 * bag: one state row per distinct output row, repeated `__ivm_count__` times by the view.
 

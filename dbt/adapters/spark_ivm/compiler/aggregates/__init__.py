@@ -1,0 +1,53 @@
+"""Aggregate rules: the helper columns each aggregate keeps in the state table and how a
+weighted delta folds into them.
+
+Notation: a group's delta is the bag of changed input rows with weights w (+n inserted, -n
+deleted); `s` is the stored state row, `d` the aggregated delta row of the same group.
+Every rule is a small class in a module named for it (`counting`, `sums`, `extremes`,
+`recompute`); `rule_for` picks it. The group's row count `__ivm_count__`
+(= count(*)) is kept by the plan itself: count' = s.count + sum(w); a group whose count
+reaches 0 is deleted.
+"""
+
+from __future__ import annotations
+
+from dbt.adapters.spark_ivm.compiler.aggregates.counting import CountRule, CountStarRule
+from dbt.adapters.spark_ivm.compiler.aggregates.extremes import ExtremeRule
+from dbt.adapters.spark_ivm.compiler.aggregates.recompute import RecomputeRule
+from dbt.adapters.spark_ivm.compiler.aggregates.rule import (
+    COUNT,
+    RECOMPUTE_FLAG,
+    RECOMPUTED,
+    AggregateRule,
+)
+from dbt.adapters.spark_ivm.compiler.aggregates.sums import AvgRule, SumRule
+from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate
+
+__all__ = [
+    "COUNT",
+    "RECOMPUTED",
+    "RECOMPUTE_FLAG",
+    "AggregateRule",
+    "AvgRule",
+    "CountRule",
+    "CountStarRule",
+    "ExtremeRule",
+    "RecomputeRule",
+    "SumRule",
+    "rule_for",
+]
+
+_RULES: dict[AggKind, type[AggregateRule]] = {
+    AggKind.COUNT_STAR: CountStarRule,
+    AggKind.COUNT: CountRule,
+    AggKind.SUM: SumRule,
+    AggKind.AVG: AvgRule,
+    AggKind.MIN: ExtremeRule,
+    AggKind.MAX: ExtremeRule,
+    AggKind.RECOMPUTE: RecomputeRule,
+}
+
+
+def rule_for(index: int, agg: Aggregate, arg_type: str | None) -> AggregateRule:
+    """The rule that maintains `agg` (the `index`-th aggregate of the model)."""
+    return _RULES[agg.kind](index, agg, arg_type)
