@@ -58,7 +58,8 @@ class _ConnectionExecutor:
             return False
         from pyspark.sql import SparkSession  # session method: pyspark is installed
 
-        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        # The session dbt-spark runs every statement in (it calls the same getOrCreate).
+        spark = SparkSession.builder.getOrCreate()
         name = ".".join(quote(part) for part in ["spark_catalog", *relation.split("."), "changes"])
         spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
         return True
