@@ -164,6 +164,7 @@ class Maintainer:
     scratch: list[str] = field(default_factory=list)  # session views this refresh created
     # Parsed Iceberg metadata files by location (a file never changes once written).
     metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
+    captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
 
     # -- plumbing -------------------------------------------------------------------------
     def _run(self, label: str, statement: str) -> None:
@@ -538,9 +539,10 @@ class Maintainer:
             if method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
                 self.scratch.append(view)
-                self._changelog_view(relation, old, new, view)
+                self.captured[relation] = self._changelog_view(relation, old, new, view)
                 select = changelog.log_select(view, columns)
             else:
+                self.captured[relation] = "version diff"
                 select = version_diff.log_select(relation, old, new, columns)
             self._compute_scratch(f"log {relation}", log_table, select)
             n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
@@ -549,16 +551,18 @@ class Maintainer:
                 logs[relation] = log_table
         return logs, counts
 
-    def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> None:
+    def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> str:
         """The changelog scan old -> new as the temp view `view`: raw where the connection
-        can read it so, else through Iceberg's procedure (carry-overs removed)."""
+        can read it so, else through Iceberg's procedure (carry-overs removed). Returns
+        which, for the log line."""
         start = time.monotonic()
         if isinstance(self.executor, ChangelogReader) and self.executor.changelog_view(
             relation, changelog.scan_options(old, new), view
         ):
             self.timings.append(("changelog", time.monotonic() - start))
-            return
+            return "changelog scan"
         self._run("changelog", changelog.procedure_sql(relation, old, new, view))
+        return "changelog procedure"
 
     def _key_ranges(
         self, query: Query, logs: dict[str, str], counts: dict[str, int]
@@ -604,7 +608,10 @@ class Maintainer:
             return captured
         logs, counts = captured
         self._checkpoint("logs")
-        changes = ", ".join(f"{r}: {n} delta rows" for r, n in counts.items())
+        changes = ", ".join(
+            f"{r}: {n} delta rows" + (f" ({self.captured[r]})" if r in self.captured else "")
+            for r, n in counts.items()
+        )
         new_meta = self._meta_json(digest, the_plan, heads, bases)
 
         inserted = updated = deleted = recomputed = 0
