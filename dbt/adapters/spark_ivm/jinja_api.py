@@ -16,12 +16,8 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
-from dbt.adapters.spark_ivm.compiler.refresh import (
-    Maintainer,
-    Target,
-    describe_columns,
-    table_properties,
-)
+from dbt.adapters.spark_ivm.compiler.facts import Target, describe_columns, table_properties
+from dbt.adapters.spark_ivm.compiler.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 logger = AdapterLogger("spark_ivm")

@@ -26,88 +26,30 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render, upkeep
-from dbt.adapters.spark_ivm.compiler.analyze import analyze, base_relations
 from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
+from dbt.adapters.spark_ivm.compiler.facts import (
+    FORMAT_VERSION,
+    ChangelogReader,
+    FactsReader,
+    Head,
+    describe_columns,
+)
 from dbt.adapters.spark_ivm.compiler.ir import Query
-from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
+from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
-# 2: the metadata row records each base table's identity, schema and the columns read.
-FORMAT_VERSION = "2"
 FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
 # Key values are collected into the driver (for pruning) only from logs up to this size.
 MAX_COLLECTED_LOG_ROWS = 100_000
 STEPS = ("capture", "logs", "delta", "recompute", "commit")
-
-
-class Executor(Protocol):
-    """Runs SQL on the model's connection (the dbt connection in the plugin)."""
-
-    def execute(self, statement: str) -> None: ...
-
-    def fetch(self, statement: str) -> list[tuple]: ...
-
-
-@runtime_checkable
-class ChangelogReader(Protocol):
-    """An executor that can also expose an Iceberg table's raw changelog scan as a temp view
-    (the session method; `capture/changelog.py` says why that is cheaper than the CALL)."""
-
-    def changelog_view(self, relation: str, options: dict[str, str], view_name: str) -> bool:
-        """Create `view_name` over the `changes` table of `relation` read with `options`;
-        False when this connection cannot (then the procedure is used)."""
-        ...
-
-
-@dataclass(frozen=True)
-class Target:
-    """The model's relation and the names of its companions (same schema, clear suffixes)."""
-
-    schema: str
-    identifier: str
-
-    @property
-    def view(self) -> str:
-        return f"{self.schema}.{self.identifier}".lower()
-
-    @property
-    def state(self) -> str:
-        return f"{self.view}__ivm_state"
-
-    def _scratch(self, kind: str) -> str:
-        # Session views are not qualified by a schema, so the name carries the model's.
-        return f"__ivm_{kind}_{self.schema}_{self.identifier}".lower()
-
-    @property
-    def recomputed(self) -> str:
-        return self._scratch("recomputed")
-
-    @property
-    def delta(self) -> str:
-        return self._scratch("delta")
-
-    def log(self, index: int) -> str:
-        return self._scratch(f"log_{index}")
-
-    def changelog_view(self, index: int) -> str:
-        return self._scratch(f"cl_{index}")
-
-
-@dataclass(frozen=True)
-class Head:
-    """A base table's current Iceberg metadata file and snapshot (None: no snapshot yet)."""
-
-    metadata: str
-    snapshot: int | None
 
 
 @dataclass
@@ -121,176 +63,23 @@ class Outcome:
     timings: list[tuple[str, float]] = field(default_factory=list)
 
 
-def describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
-    """Column (name, type) pairs of a DESCRIBE TABLE / DESCRIBE QUERY result."""
-    out: list[tuple[str, str]] = []
-    for row in rows:
-        name, dtype = (row[0] or "").strip(), (row[1] or "").strip()
-        if not name or name.startswith("#"):
-            break
-        out.append((name, dtype))
-    return out
-
-
-def table_properties(fetch: Callable[[str], list[tuple]], relation: str) -> dict[str, str]:
-    """A relation's TBLPROPERTIES as a dict."""
-    rows = fetch(f"SHOW TBLPROPERTIES {sql(table(relation))}")
-    return {str(r[0]): str(r[1]) for r in rows if len(r) >= 2}
-
-
-def is_iceberg(props: dict[str, str]) -> bool:
-    """Iceberg's own tables report `format=iceberg/...`; the HMS entry says table_type=ICEBERG."""
-    return props.get("format", "").lower().startswith("iceberg") or (
-        props.get("table_type", "").upper() == "ICEBERG"
-    )
-
-
 def sql_hash(compiled_sql: str) -> str:
     return hashlib.sha256(f"{FORMAT_VERSION}\n{compiled_sql.strip()}".encode()).hexdigest()[:16]
 
 
-@dataclass
-class Maintainer:
+@dataclass(kw_only=True)
+class Maintainer(FactsReader):
     """Builds or refreshes one model. Decisions are pure; SQL goes through `executor`."""
 
-    executor: Executor
-    model: str
-    compiled_sql: str
-    target: Target
     existing: str | None  # None, "view" or "table": what the relation is now
     full_refresh: bool = False
-    log: Callable[[str], None] = print
-    timings: list[tuple[str, float]] = field(default_factory=list)
     scratch: list[str] = field(default_factory=list)  # session views this refresh created
-    # Parsed Iceberg metadata files by location (a file never changes once written).
-    metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
     captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
 
     # -- plumbing -------------------------------------------------------------------------
-    def _run(self, label: str, statement: str) -> None:
-        start = time.monotonic()
-        self.executor.execute(statement)
-        self.timings.append((label, time.monotonic() - start))
-
-    def _fetch(self, label: str, statement: str) -> list[tuple]:
-        start = time.monotonic()
-        rows = self.executor.fetch(statement)
-        self.timings.append((label, time.monotonic() - start))
-        return rows
-
     def _checkpoint(self, step: str) -> None:
         if os.environ.get(FAIL_ENV) == step:
             raise InjectedFailure(f"ivm model '{self.model}': injected failure after step {step}")
-
-    # -- facts ----------------------------------------------------------------------------
-    def _properties(self, relation: str) -> dict[str, str]:
-        return table_properties(lambda q: self._fetch("properties", q), relation)
-
-    def _base_facts(self, relations: list[str]) -> dict[str, list[tuple[str, str]]]:
-        schemas: dict[str, list[tuple[str, str]]] = {}
-        for relation in relations:
-            try:
-                props = self._properties(relation)
-            except Exception as e:
-                raise BaseRelationError(self.model, relation, "cannot be read", str(e)[:300]) from e
-            if not is_iceberg(props):
-                raise BaseRelationError(
-                    self.model,
-                    relation,
-                    "is not an Apache Iceberg table (views, seeds and parquet/hive tables have "
-                    "no snapshots to read changes from)",
-                    "Create it with file_format='iceberg' (e.g. `+file_format: iceberg` for "
-                    "seeds and table models), or use materialized='table' for this model.",
-                )
-            rows = self._fetch("describe", f"DESCRIBE TABLE {sql(table(relation))}")
-            schemas[relation] = describe_columns(rows)
-        return schemas
-
-    def _heads(self, relations: Sequence[str]) -> dict[str, Head]:
-        """The base tables' current metadata files and snapshots, read in one statement."""
-        if not relations:
-            return {}
-        # Catalogs cache table metadata; a commit by another writer (or a row-level
-        # operation) may not be visible to a cached entry until it is refreshed.
-        for relation in relations:
-            self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
-        rows = self._fetch("snapshot", base_tables.heads_sql(relations))
-        found = {int(row[0]): row for row in rows}
-        heads: dict[str, Head] = {}
-        for index, relation in enumerate(relations):
-            row = found.get(index)
-            if row is None:
-                raise BaseRelationError(self.model, relation, "has no Iceberg metadata log")
-            heads[relation] = Head(str(row[1]), None if row[2] is None else int(row[2]))
-        return heads
-
-    def _metadata(self, relation: str, head: Head) -> base_tables.TableMetadata:
-        """The facts of the base table's current metadata file (read only when it changed,
-        and once per refresh)."""
-        known = self.metadata_read.get(head.metadata)
-        if known is not None:
-            return known
-        try:
-            rows = self._fetch("metadata", base_tables.metadata_file_sql(head.metadata))
-            parsed = base_tables.parse_metadata(head.metadata, rows)
-        except Exception as e:
-            raise BaseRelationError(
-                self.model,
-                relation,
-                f"has Iceberg metadata that cannot be read ({head.metadata})",
-                str(e)[:300],
-            ) from e
-        self.metadata_read[head.metadata] = parsed
-        return parsed
-
-    def _plan(self, default_db: str, facts: dict | None = None) -> Plan:
-        """The model's plan. `facts` (the base schemas, result columns and aggregate argument
-        types recorded by the last commit) stand in for Spark's DESCRIBEs when no base
-        table's schema changed since (`_recorded_facts`)."""
-        if facts is not None:
-            schemas = {r: [(n, t) for n, t in cols] for r, cols in facts["schemas"].items()}
-            query = analyze(self.compiled_sql, self.model, schemas, default_db)
-            outputs = [(n, t) for n, t in facts["outputs"]]
-            return plan(query, outputs, list(facts["arg_types"]))
-        relations = base_relations(self.compiled_sql, default_db, self.model)
-        schemas = self._base_facts(relations)
-        query = analyze(self.compiled_sql, self.model, schemas, default_db)
-        outputs = describe_columns(
-            self._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
-        )
-        args = [a.arg for a in query.aggregates]
-        present = [a for a in args if a is not None]
-        arg_types: list[str | None] = [None] * len(args)
-        if present:
-            probe = render.probe_select(query, present)
-            types = [
-                t
-                for _, t in describe_columns(
-                    self._fetch("describe args", f"DESCRIBE QUERY {probe}")
-                )
-            ]
-            it = iter(types)
-            arg_types = [next(it) if a is not None else None for a in args]
-        return plan(query, outputs, arg_types)
-
-    def _recorded_facts(self, meta: dict, heads: dict[str, Head]) -> dict | None:
-        """The planning facts the last commit recorded, when they still hold: every base
-        table is the same table (uuid) with the same schema (Iceberg schema id) as then.
-        None: plan from Spark's DESCRIBEs."""
-        facts = meta.get("recorded", {}).get("facts")
-        if not isinstance(facts, dict) or set(facts.get("schemas", {})) != set(heads):
-            return None
-        for relation, head in heads.items():
-            before = meta.get("bases", {}).get(relation) or {}
-            if before.get("metadata") == head.metadata:
-                continue
-            try:
-                now = self._metadata(relation, head)
-            except BaseRelationError:
-                return None  # the full path reports it
-            if now.uuid != before.get("uuid") or now.schema_id != before.get("schema_id"):
-                return None
-        return facts
 
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -323,15 +112,6 @@ class Maintainer:
             reason = outcome
         return self._build(the_plan, digest, reason)
 
-    def _same_model(self, meta: dict, digest: str, default_db: str) -> bool:
-        """Is the state the one of this model SQL over the same base relations?"""
-        if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
-            return False
-        relations = base_relations(self.compiled_sql, default_db, self.model)
-        return sorted(meta.get("watermarks", {})) == sorted(relations) and isinstance(
-            meta.get("bases"), dict
-        )
-
     def _unchanged(self, heads: dict[str, Head]) -> Outcome:
         changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
         return Outcome(
@@ -356,26 +136,6 @@ class Maintainer:
                 self._run("drop scratch", render.drop_scratch_sql(view))
             except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
                 self.log(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
-
-    def _meta(self) -> dict | None:
-        """The committed metadata row, or None when there is no readable ivm state."""
-        props = self._properties(self.target.view)
-        if props.get("ivm.format") != FORMAT_VERSION:
-            return None
-        try:
-            rows = self._fetch("meta", render.meta_sql(self.target.state))
-        except Exception:  # noqa: BLE001 - a missing state table means: rebuild
-            return None
-        if len(rows) != 1 or rows[0][0] is None:
-            return None
-        try:
-            recorded = json.loads(rows[0][0])
-            watermarks = recorded["watermarks"]
-            meta = {**recorded, "recorded": recorded, "view_sql_hash": props.get("ivm.sql_hash")}
-            meta["watermarks"] = {k: None if v is None else int(v) for k, v in watermarks.items()}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return None  # a metadata row edited or damaged by hand: rebuild
-        return meta
 
     def _rebuild_reason(self, meta: dict | None, digest: str, the_plan: Plan) -> str | None:
         if self.existing is None:
@@ -464,48 +224,6 @@ class Maintainer:
             summary=f"built ({reason}): {rows[0][0]} state rows",
             timings=self.timings,
         )
-
-    def _check_unmoved(self, heads: dict[str, Head], live: frozenset[str]) -> None:
-        """Fail (before a refresh's commit; after a build, whose state is then rebuilt by the
-        next run) if a base table read live got a commit since it was pinned: the rows read
-        would not be the pinned snapshot's."""
-        now = self._heads(sorted(live))
-        for relation in sorted(live):
-            if now[relation].snapshot != heads[relation].snapshot:
-                raise BaseRelationError(
-                    self.model,
-                    relation,
-                    "got a commit while the refresh read it (a column it reads was renamed "
-                    "after its last commit, so it was read live, not at its snapshot)",
-                    "Nothing was applied; run the model again.",
-                )
-
-    def _check_bases(
-        self, query: Query, meta: dict, heads: dict[str, Head]
-    ) -> tuple[dict[str, base_tables.TableMetadata], dict] | str:
-        """The current metadata of every base table whose metadata file changed, and what
-        the next state records of each; or why the state cannot be trusted (`base_tables`)."""
-        read = query.columns_read()
-        recorded: dict = meta.get("bases", {})
-        changed: dict[str, base_tables.TableMetadata] = {}
-        bases: dict = {}
-        for relation, head in heads.items():
-            before = recorded.get(relation)
-            if before is None:
-                return f"the state has no record of base table {relation}"
-            if before.get("metadata") == head.metadata:
-                bases[relation] = before
-                continue
-            try:
-                now = self._metadata(relation, head)
-            except BaseRelationError as e:  # rebuild, and say why
-                return str(e)
-            reason = base_tables.untrusted(relation, before, now, read[relation])
-            if reason is not None:
-                return reason
-            changed[relation] = now
-            bases[relation] = base_tables.fingerprint(now, read[relation], head.snapshot)
-        return changed, bases
 
     def _capture(
         self,
