@@ -89,7 +89,12 @@ class Maintainer(FactsReader):
         heads: dict[str, Head] | None = None
         facts: dict | None = None
         if meta is not None and self._same_model(meta, digest, default_db):
-            heads = self._pin(list(meta["watermarks"]))
+            try:
+                heads = self._heads(list(meta["watermarks"]))
+            except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
+                heads = None
+            self._checkpoint("capture")
+        if meta is not None and heads is not None:
             if all(
                 (meta["bases"].get(r) or {}).get("metadata") == h.metadata for r, h in heads.items()
             ):
