@@ -200,10 +200,13 @@ class FactsReader:
         types recorded by the last commit) stand in for Spark's DESCRIBEs when no base
         table's schema changed since (`_recorded_facts`)."""
         if facts is not None:
-            schemas = {r: [(n, t) for n, t in cols] for r, cols in facts["schemas"].items()}
-            query = analyze(self.compiled_sql, self.model, schemas, default_db)
-            outputs = [(n, t) for n, t in facts["outputs"]]
-            return plan(query, outputs, list(facts["arg_types"]))
+            try:
+                schemas = {r: [(n, t) for n, t in cols] for r, cols in facts["schemas"].items()}
+                query = analyze(self.compiled_sql, self.model, schemas, default_db)
+                outputs = [(n, t) for n, t in facts["outputs"]]
+                return plan(query, outputs, list(facts["arg_types"]))
+            except Exception as e:  # noqa: BLE001 - facts damaged by hand: plan from Spark
+                self.log(f"ivm model '{self.model}': recorded facts unusable ({str(e)[:200]})")
         relations = base_relations(self.compiled_sql, default_db, self.model)
         schemas = self._base_facts(relations)
         query = analyze(self.compiled_sql, self.model, schemas, default_db)
