@@ -27,6 +27,15 @@ class SmallProject:
             f"      ivm_home: {root / '.spark_ivm'}\n"
         )
 
+    def start_spark(self) -> None:
+        """Let dbt start the process's Spark (`dbt debug`) unless it runs already, so that setup
+        SQL goes to the session the adapter configured (an in-process suite starts it once)."""
+        from pyspark import SparkContext
+
+        if SparkContext._active_spark_context is None:
+            result = self.dbt("debug")
+            assert result.success, f"dbt debug failed: {result.exception}"
+
     def model(self, name: str, select: str) -> None:
         (self.root / "models" / f"{name}.sql").write_text(
             "{{ config(materialized='ivm') }}\n" + select

@@ -7,7 +7,13 @@ before year 1000 and after year 9999; decimals at their precision limit; the ext
 bigint; NaN, infinities and -0.0 as double keys (not pruned, but joined, grouped and
 merged on). Each table pair is refreshed with few changed keys (listed as IN literals) and
 with more than `MAX_LISTED_KEYS` (ranges), through an inner join, a left join and a group
-by of the key, and every relation must equal a fresh run of its SQL after every refresh.
+by of the key, and every relation must equal a fresh run of its SQL after the build and after
+every refresh.
+
+Every other hostile value is in the tables from the start (the build reads it), so the first
+refresh (few keys, listed) both adds new hostile groups and updates, deletes and duplicates
+existing ones; the second (more than `MAX_LISTED_KEYS` keys, ranges) changes every hostile key
+again, most of them present by then.
 """
 
 from __future__ import annotations
@@ -125,13 +131,14 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     for name in KEY_TYPES:
         for model, select in _models(name).items():
             p.model(model, select)
-    assert p.dbt("debug").success
+    p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     for name, (dtype, hostile, ordinary) in KEY_TYPES.items():
         for side, col in (("a", "x"), ("b", "y")):
             p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}_{side}")
             p.sql(f"CREATE TABLE {SCHEMA}.{name}_{side} (k {dtype}, {col} int) USING iceberg")
             rows = [f"({ordinary(i)}, {i})" for i in range(5)] + ["(NULL, 99)"]
+            rows += [f"({k}, {i})" for i, k in enumerate(hostile[::2])]
             p.sql(f"INSERT INTO {SCHEMA}.{name}_{side} VALUES {', '.join(rows)}")
     return p
 
@@ -147,7 +154,9 @@ def test_hostile_keys_round_trip_listed_and_as_ranges(project: SmallProject):
     rnd = random.Random(10)
     run_messages(p)
     _check_all(p, "build")
-    for round_no, many in enumerate([False, True, False, True]):
+    # Few keys first (hostile keys new and existing), then many (most hostile keys existing):
+    # a third and fourth round would take both paths again over the same kinds of rows.
+    for round_no, many in enumerate([False, True]):
         for name, (_, hostile, ordinary) in KEY_TYPES.items():
             for side, col in (("a", "x"), ("b", "y")):
                 table = f"{SCHEMA}.{name}_{side}"
