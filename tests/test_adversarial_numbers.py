@@ -6,7 +6,8 @@ ungrouped, and both again joined to `mult`, whose duplicate keys repeat rows (de
 2 and 3). Every step changes the base tables, runs dbt, and compares each relation with a fresh
 run of its SQL: same types, decimals exactly, doubles within a relative 1e-9 (NaN = NaN,
 NULL = NULL). Each step's changes sit in their own group key (other columns NULL), so one
-scenario's recomputes do not hide another's arithmetic in the grouped models.
+scenario's recomputes do not hide another's arithmetic in the grouped models; that also lets
+the last four scenarios share their runs (six instead of twelve).
 
 Where the old arithmetic was wrong, the step also pins the exact value Spark gives (the lost
 scale digits, the overflowed sums, the value left after deleting an infinity or 1e16), so the
@@ -56,7 +57,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("adv_numbers"), "adv_numbers", SCHEMA)
     for name, select in MODELS.items():
         p.model(name, select)
-    assert p.dbt("debug").success
+    p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.nums")
     p.sql(
@@ -73,6 +74,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
         _row("int", i="2147483647", b="9223372036854775806"),
         _row("dup", d2="0.05", x="0.125", i="3", b="5"),
         _row("mix", d8="0.5", d2="1.50", d0="1", x="0.5", i="1", b="1"),
+        _row("cancel", x="1.0"),  # the small value that 1e16 later swallows
     ]
     p.sql(f"INSERT INTO {SCHEMA}.nums ({COLUMNS}) VALUES {', '.join(rows)}")
     keys = ["dec", "dbl", "int", "cancel", "wide", "big", "inf"]
@@ -182,8 +184,8 @@ def test_infinities_and_nan_come_and_go(project: SmallProject):
 
 def test_cancellation_of_a_large_double(project: SmallProject):
     p = project
-    _insert(p, _row("cancel", x="1.0"))
-    _step(p, "insert 1.0")
+    # 'cancel' holds 1.0 since the build (a group's sum and magnitude are the same whether a
+    # refresh or the build put it there).
     _insert(p, _row("cancel", x="1e16"))
     _step(p, "insert 1e16")
     p.sql(f"DELETE FROM {SCHEMA}.nums WHERE x = 1e16")
@@ -193,71 +195,78 @@ def test_cancellation_of_a_large_double(project: SmallProject):
     assert "recomputed" in messages["grouped"], messages["grouped"]
 
 
-def test_decimal_sums_that_need_all_38_digits(project: SmallProject):
+def test_wide_and_overflowing_decimals_weights_and_bigint_wrap(project: SmallProject):
+    """Four scenarios, each in group keys of its own, share six runs, their steps in order:
+
+    * wide: two 38-digit decimal(38,8) values; + 0.00000001; - 0.00000001; an overflow; back;
+    * big: decimal(38,0) sum of 8e37; an overflow; back; one 4e37 left;
+    * weights: duplicates joined to three `mult` rows (weights 2 and 6) of decimal(10,2),
+      double, int and bigint; then of decimal(38,8); deleted again;
+    * wrap: a bigint sum that wraps; unwraps.
+
+    The grouped models keep every group apart, so each scenario's values are checked exactly as
+    if it ran alone. In the ungrouped models all of them meet in one group, as they did when
+    each scenario had runs of its own (the rows stay); those runs recomputed that group every
+    time (38-digit sums flag it), so sharing runs hides no incremental step there. The first
+    weights step must not recompute `joined`: it runs before the 'wide' and 'big' steps, whose
+    groups recompute.
+    """
     p = project
     wide = "123456789012345678901234567890.12345678"  # 30 + 8 digits
-    _insert(p, _row("wide", d8=wide), _row("wide", d8=wide))
-    _, rows = _step(p, "two 38-digit decimals")
-    assert _cell(rows["grouped"], "wide", "s8") == Decimal(
-        "246913578024691357802469135780.24691356"
-    )
-    _insert(p, _row("wide", d8="0.00000001"))
-    _, rows = _step(p, "add 0.00000001 to a 38-digit sum")
-    assert _cell(rows["grouped"], "wide", "s8") == Decimal(
-        "246913578024691357802469135780.24691357"
-    )
-    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k = 'wide' AND d8 = 0.00000001")
-    _, rows = _step(p, "delete 0.00000001")
-    assert _cell(rows["grouped"], "wide", "s8") == Decimal(
-        "246913578024691357802469135780.24691356"
-    )
-
-
-def test_decimal_sums_that_overflow(project: SmallProject):
-    p = project
-    _insert(p, _row("big", d0="40000000000000000000000000000000000000", d8="1"))
-    _insert(p, _row("big", d0="40000000000000000000000000000000000000"))
-    _, rows = _step(p, "decimal(38,0) sum of 8e37")
-    assert _cell(rows["grouped"], "big", "s0") == Decimal(8 * 10**37)
-    _insert(p, _row("big", d0="30000000000000000000000000000000000000"))
-    _insert(p, _row("wide", d8="800000000000000000000000000000"))
-    _, rows = _step(p, "overflow")
-    assert _cell(rows["grouped"], "big", "s0") is None  # Spark's SUM: NULL on overflow
-    assert _cell(rows["grouped"], "wide", "s8") is None
-    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE d0 = 30000000000000000000000000000000000000")
-    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE d8 = 800000000000000000000000000000")
-    _, rows = _step(p, "back from overflow")
-    # The old MERGE turned this into a large negative value.
-    assert _cell(rows["grouped"], "big", "s0") == Decimal(8 * 10**37)
-    assert _cell(rows["grouped"], "wide", "s8") == Decimal(
-        "246913578024691357802469135780.24691356"
-    )
-    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k = 'big' AND d8 IS NULL")
-    _step(p, "one 4e37 left")
-
-
-def test_duplicate_rows_weights_above_one(project: SmallProject):
-    p = project
+    wide_sum = Decimal("246913578024691357802469135780.24691356")
     # 'dup' and 'mix' join three `mult` rows: weight 3 in the joined models; the same row
     # inserted twice: weight 2 (6 joined).
     dup = _row("dup", d2="0.07", x="0.1", i="2147483647", b="9223372036854775807")
+    mix = _row("mix", d8="0.12345678", d2="0.01", d0="3", x="0.25", i="5", b="7")
+
+    # run 1: weights 1, wrap 1
     _insert(p, dup, dup)
-    messages, rows = _step(p, "duplicates of decimal(10,2), double, int")
+    _insert(p, _row("int", i="2147483647", b="1"), _row("int", i="-5", b="9223372036854775807"))
+    messages, rows = _step(p, "weights: duplicates of decimal(10,2), double, int; bigint wraps")
     assert "recomputed" not in messages["joined"], messages["joined"]  # exact products
     assert _cell(rows["joined"], "dup", "s2") == Decimal("0.57")
-    mix = _row("mix", d8="0.12345678", d2="0.01", d0="3", x="0.25", i="5", b="7")
-    _insert(p, mix, mix)
-    _, rows = _step(p, "duplicates of decimal(38,8)")
-    assert _cell(rows["joined"], "mix", "s8") == Decimal("2.24074068")
-    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k IN ('dup', 'mix') AND i > 1")
-    _step(p, "delete the duplicates")
-
-
-def test_integer_sums_wrap_as_spark_does(project: SmallProject):
-    p = project
-    _insert(p, _row("int", i="2147483647", b="1"), _row("int", i="-5", b="9223372036854775807"))
-    _, rows = _step(p, "bigint sum wraps")
     # 9223372036854775806 + 1 + 9223372036854775807 wraps to -2 in Spark's bigint SUM.
     assert _cell(rows["grouped"], "int", "sb") == -2
+
+    # run 2: wide 1, big 1, weights 2, wrap 2
+    _insert(p, _row("wide", d8=wide), _row("wide", d8=wide))
+    _insert(p, _row("big", d0="40000000000000000000000000000000000000", d8="1"))
+    _insert(p, _row("big", d0="40000000000000000000000000000000000000"))
+    _insert(p, mix, mix)
     p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k = 'int' AND i = -5")
-    _step(p, "bigint sum unwraps")
+    _, rows = _step(p, "two 38-digit decimals; decimal(38,0) sum of 8e37; "
+                       "duplicates of decimal(38,8); bigint sum unwraps")  # fmt: skip
+    assert _cell(rows["grouped"], "wide", "s8") == wide_sum
+    assert _cell(rows["grouped"], "big", "s0") == Decimal(8 * 10**37)
+    assert _cell(rows["joined"], "mix", "s8") == Decimal("2.24074068")
+
+    # run 3: wide 2, big 2, weights 3
+    _insert(p, _row("wide", d8="0.00000001"))
+    _insert(p, _row("big", d0="30000000000000000000000000000000000000"))
+    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k IN ('dup', 'mix') AND i > 1")
+    _, rows = _step(p, "add 0.00000001 to a 38-digit sum; decimal(38,0) overflow; "
+                       "delete the duplicates")  # fmt: skip
+    assert _cell(rows["grouped"], "wide", "s8") == Decimal(
+        "246913578024691357802469135780.24691357"
+    )
+    assert _cell(rows["grouped"], "big", "s0") is None  # Spark's SUM: NULL on overflow
+
+    # run 4: wide 3, big 3
+    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k = 'wide' AND d8 = 0.00000001")
+    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE d0 = 30000000000000000000000000000000000000")
+    _, rows = _step(p, "delete 0.00000001; decimal(38,0) back from overflow")
+    assert _cell(rows["grouped"], "wide", "s8") == wide_sum
+    # The old MERGE turned this into a large negative value.
+    assert _cell(rows["grouped"], "big", "s0") == Decimal(8 * 10**37)
+
+    # run 5: wide 4, big 4
+    _insert(p, _row("wide", d8="800000000000000000000000000000"))
+    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE k = 'big' AND d8 IS NULL")
+    _, rows = _step(p, "decimal(38,8) overflow; one 4e37 left")
+    assert _cell(rows["grouped"], "wide", "s8") is None
+    assert _cell(rows["grouped"], "big", "s0") == Decimal(4 * 10**37)
+
+    # run 6: wide 5
+    p.sql(f"DELETE FROM {SCHEMA}.nums WHERE d8 = 800000000000000000000000000000")
+    _, rows = _step(p, "decimal(38,8) back from overflow")
+    assert _cell(rows["grouped"], "wide", "s8") == wide_sum
