@@ -2,13 +2,14 @@
 runs rebuilds by itself, and `--full-refresh` repairs whatever it finds: a state table with
 another schema, a metadata row edited or deleted by hand, a state table dropped or altered.
 After each step the relation equals a fresh run of its SQL, and so it does after a further
-ordinary change.
+ordinary change. Each kind of damage has its own model (and state), so one `dbt run` per step
+serves all of them.
 """
 
 from __future__ import annotations
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
+from adversarial import assert_equal_to_sql, bag_difference, run_messages
 from small_project import SmallProject
 
 SCHEMA = "ivm_adv_edits"
@@ -29,7 +30,7 @@ VERSIONS = [
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("adv_edits"), "adv_edits", SCHEMA)
     p.model("m", VERSIONS[0][1])
-    assert p.dbt("debug").success
+    p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     p.sql(f"DROP TABLE IF EXISTS {BASE}")
     p.sql(f"CREATE TABLE {BASE} (k string, x int, u string) USING iceberg")
@@ -59,31 +60,75 @@ def test_edited_model_rebuilds_by_itself_and_refreshes_after(project: SmallProje
         _run_and_check(p, select, "refreshed")
 
 
-@pytest.mark.parametrize(
-    "damage, expect",
-    [
-        (f"UPDATE {STATE} SET __ivm_meta__ = 'garbage' WHERE __ivm_row__ = 1", "no ivm state"),
-        (f"UPDATE {STATE} SET __ivm_meta__ = '{{\"watermarks\": 7}}' WHERE __ivm_row__ = 1",
-         "no ivm state"),
-        (f"DELETE FROM {STATE} WHERE __ivm_row__ = 1", "no ivm state"),
-        (f"DROP TABLE {STATE}", "no ivm state"),
-        (f"ALTER TABLE {STATE} DROP COLUMN __ivm_count__", None),
-        (f"ALTER VIEW {SCHEMA}.m SET TBLPROPERTIES ('ivm.sql_hash' = 'tampered')", "model SQL changed"),
-    ],
-)  # fmt: skip
-def test_damaged_state_is_rebuilt_or_repaired_by_full_refresh(
-    project: SmallProject, damage: str, expect: str | None
-):
-    p = project
+#: (name, damage, the phrase of the next ordinary run's log line or None: that run may fail).
+#: `{state}` is the damaged model's state table, `{view}` its view.
+DAMAGES = [
+    ("meta_garbage", "UPDATE {state} SET __ivm_meta__ = 'garbage' WHERE __ivm_row__ = 1",
+     "no ivm state"),
+    ("meta_wrong_json",
+     "UPDATE {state} SET __ivm_meta__ = '{{\"watermarks\": 7}}' WHERE __ivm_row__ = 1",
+     "no ivm state"),
+    ("meta_deleted", "DELETE FROM {state} WHERE __ivm_row__ = 1", "no ivm state"),
+    ("state_dropped", "DROP TABLE {state}", "no ivm state"),
+    ("state_column_dropped", "ALTER TABLE {state} DROP COLUMN __ivm_count__", None),
+    ("view_tampered", "ALTER VIEW {view} SET TBLPROPERTIES ('ivm.sql_hash' = 'tampered')",
+     "model SQL changed"),
+]  # fmt: skip
+
+
+def _model_results(p: SmallProject, *args: str) -> tuple[bool, dict[str, tuple[str, str]]]:
+    """`dbt run` (args appended): overall success and each model's (status, log line)."""
+    result = p.dbt("run", *args)
+    results = result.result.results if result.result else []
+    return bool(result.success), {
+        r.node.name: (str(getattr(r.status, "value", r.status)), str(r.message)) for r in results
+    }
+
+
+@pytest.fixture(scope="module")
+def damaged(project: SmallProject, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
+    """Every damage on its own model (same SQL, same base table) of a second project, so one
+    `dbt run` serves all of them: build, damage + change, ordinary run, `--full-refresh`, change,
+    ordinary run. Returns each damage's problems (empty: it was noticed or repaired as due)."""
+    p = SmallProject(tmp_path_factory.mktemp("adv_edits_damage"), "adv_edits_damage", SCHEMA)
     select = VERSIONS[0][1]
-    p.model("m", select)
-    run_messages(p)
-    p.sql(damage)
+    models = {name: f"damaged_{name}" for name, _, _ in DAMAGES}
+    for model in models.values():
+        p.model(model, select)
+    problems: dict[str, list[str]] = {name: [] for name in models}
+
+    def check(step: str, results: dict[str, tuple[str, str]], expect: dict[str, str]) -> None:
+        for name, phrase in expect.items():
+            status, message = results.get(models[name], ("no result", ""))
+            if status != "success" or phrase not in message:
+                problems[name].append(f"{step}: expected {phrase!r}, got {status}: {message}")
+                continue
+            diff = bag_difference(p, f"{SCHEMA}.{models[name]}", select)
+            if diff:
+                problems[name].append(f"{step}: differs from its SQL:\n" + "\n".join(diff))
+
+    every = {name: "built" for name in models}
+    success, results = _model_results(p)
+    check("build", results, every)
+    assert success, results
+    for name, damage, _ in DAMAGES:
+        model = models[name]
+        p.sql(damage.format(state=f"{SCHEMA}.{model}__ivm_state", view=f"{SCHEMA}.{model}"))
     _change(p, 7)
-    if expect is not None:  # noticed by the next ordinary run
-        _run_and_check(p, select, expect)
-    else:  # may fail the ordinary run; --full-refresh must repair it
-        p.dbt("run")
-    _run_and_check(p, select, "--full-refresh", "--full-refresh")
+    # Noticed by the next ordinary run; the dropped column may fail it (then `--full-refresh`
+    # must repair it), which fails the invocation but no other model.
+    _, results = _model_results(p)
+    check("run after the damage", results, {n: e for n, _, e in DAMAGES if e is not None})
+    _, results = _model_results(p, "--full-refresh")
+    check("--full-refresh", results, {name: "--full-refresh" for name in models})
     _change(p, 8)
-    _run_and_check(p, select, "refreshed")
+    _, results = _model_results(p)
+    check("run after a change", results, {name: "refreshed" for name in models})
+    return problems
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in DAMAGES])
+def test_damaged_state_is_rebuilt_or_repaired_by_full_refresh(
+    damaged: dict[str, list[str]], name: str
+):
+    assert not damaged[name], "\n".join(damaged[name])
