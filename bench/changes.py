@@ -11,11 +11,12 @@ Which rows are updated or deleted is the `pattern`:
 * `clustered` (default): a contiguous key range at a random place, of the size that holds the
   rows to change; inside it a hash decides update or delete. An OLTP feed mostly touches
   recent or adjacent keys, and on a copy-on-write table this rewrites only the few files that
-  hold the range.
+  hold the range (on a merge-on-read one it writes a position delete file for them).
 * `scattered`: rows drawn by a hash of the key all over the table. Single-row changes spread
   over every file make copy-on-write rewrite (and change capture read) most of the table.
 
-Each table's changes are one MERGE (one Iceberg snapshot a table and round).
+Each table's changes are one MERGE (one Iceberg snapshot a table and round): copy-on-write or
+merge-on-read as the table's properties say (`datagen.BaseTable.ddl`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ class TableChange:
     rows_before: int
     files_before: int
     files_after: int
-    rewritten_files: int
+    rewritten_files: int  # data files the MERGE replaced (copy-on-write)
+    added_delete_files: int  # position delete files the MERGE wrote (merge-on-read)
+    delete_files_after: int  # live delete files of the table after the MERGE
     seconds: float
 
 
@@ -151,13 +154,18 @@ def merge_sql(table: BaseTable, source: str) -> str:
     )
 
 
-def _rewritten_files(spark: SparkSession, table: BaseTable) -> int:
-    """Data files the table's last snapshot removed (rewritten by copy-on-write)."""
+def _last_commit(spark: SparkSession, table: BaseTable) -> tuple[int, int, int]:
+    """The table's last snapshot: data files it removed (rewritten by copy-on-write), delete
+    files it added (merge-on-read), and the table's live delete files after it."""
     rows = spark.sql(
-        f"SELECT summary['deleted-data-files'] FROM {table.qualified}.snapshots "
+        f"SELECT summary['deleted-data-files'], summary['added-delete-files'], "
+        f"summary['total-delete-files'] FROM {table.qualified}.snapshots "
         "ORDER BY committed_at DESC LIMIT 1"
     ).collect()
-    return int(rows[0][0] or 0) if rows else 0
+    if not rows:
+        return 0, 0, 0
+    removed, added, total = (int(v or 0) for v in rows[0])
+    return removed, added, total
 
 
 def apply_round(
@@ -195,6 +203,7 @@ def apply_round(
         source = change_source(table, seed, scale, selection, plan, inserted)
         counts = dict(spark.sql(f"SELECT {OP}, count(*) FROM ({source}) GROUP BY {OP}").collect())
         spark.sql(merge_sql(table, source))
+        rewritten, added_deletes, live_deletes = _last_commit(spark, table)
         changes.append(
             TableChange(
                 table=table.name,
@@ -204,7 +213,9 @@ def apply_round(
                 rows_before=before.rows,
                 files_before=files_before,
                 files_after=file_count(spark, table),
-                rewritten_files=_rewritten_files(spark, table),
+                rewritten_files=rewritten,
+                added_delete_files=added_deletes,
+                delete_files_after=live_deletes,
                 seconds=time.perf_counter() - start,
             )
         )

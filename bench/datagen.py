@@ -13,9 +13,10 @@ inserts (another seed) and the new values of the rows it updates. Sizes at scale
 
 Layout: each table is written sorted by its key, in files of about `rows_per_file` rows (one
 file per Spark task: `range()` with that many partitions hands each task a contiguous key range,
-and the table's distribution mode is `none`), copy-on-write for DELETE/UPDATE/MERGE. Change
-capture of a copy-on-write table reads the files a change rewrote, so the file size is what a
-small change costs.
+and the table's distribution mode is `none`). DELETE/UPDATE/MERGE are copy-on-write by default:
+change capture of a copy-on-write table reads the files a change rewrote, so the file size is
+what a small change costs. With `write_mode='merge-on-read'` they write position delete files
+instead (the plugin then captures the change as a version diff).
 """
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SOURCE_SCHEMA = "bench_src"
+
+#: How DELETE, UPDATE and MERGE change a base table: rewrite the data files holding the changed
+#: rows, or write position delete files beside them.
+WriteMode = Literal["copy-on-write", "merge-on-read"]
+WRITE_MODES: tuple[WriteMode, ...] = ("copy-on-write", "merge-on-read")
 
 #: The 25 TPC-H nations and their region keys.
 NATIONS: tuple[tuple[str, int], ...] = (
@@ -149,13 +155,17 @@ class BaseTable:
     def column_names(self) -> list[str]:
         return [c for c, _ in self.columns]
 
-    def ddl(self) -> str:
+    def ddl(self, write_mode: WriteMode = "copy-on-write") -> str:
+        """CREATE TABLE, Iceberg format 2, DELETE/UPDATE/MERGE in `write_mode`."""
+        if write_mode not in WRITE_MODES:
+            raise ValueError(f"write mode {write_mode!r} is none of {WRITE_MODES}")
         columns = ", ".join(f"{c} {t}" for c, t in self.columns)
+        modes = ", ".join(
+            f"'write.{op}.mode' = '{write_mode}'" for op in ("delete", "update", "merge")
+        )
         return (
             f"CREATE TABLE {self.qualified} ({columns}) USING iceberg TBLPROPERTIES ("
-            "'format-version' = '2', 'write.distribution-mode' = 'none', "
-            "'write.delete.mode' = 'copy-on-write', 'write.update.mode' = 'copy-on-write', "
-            "'write.merge.mode' = 'copy-on-write')"
+            f"'format-version' = '2', 'write.distribution-mode' = 'none', {modes})"
         )
 
 
@@ -419,8 +429,8 @@ class LoadedTable:
 
 
 def file_count(spark: SparkSession, table: BaseTable) -> int:
-    """Data files in the table's current snapshot."""
-    return int(spark.sql(f"SELECT count(*) FROM {table.qualified}.files").collect()[0][0])
+    """Data files in the table's current snapshot (`files` would count delete files too)."""
+    return int(spark.sql(f"SELECT count(*) FROM {table.qualified}.data_files").collect()[0][0])
 
 
 def key_count(table: BaseTable, sf: float) -> int:
@@ -438,8 +448,10 @@ def load(
     seed: str,
     rows_per_file: int,
     progress: Callable[[BaseTable, int], Callable[[int], None]],
+    write_mode: WriteMode = "copy-on-write",
 ) -> list[LoadedTable]:
-    """Drop and create every base table and fill it at scale factor `sf`.
+    """Drop and create every base table (DELETE/UPDATE/MERGE in `write_mode`) and fill it at
+    scale factor `sf`.
 
     A table is written in chunks of up to 8 files (one INSERT each), so `progress(table,
     expected_rows)` gets a callback that is called with the rows written after every chunk.
@@ -450,7 +462,7 @@ def load(
     for table in TABLES:
         start = time.perf_counter()
         spark.sql(f"DROP TABLE IF EXISTS {table.qualified} PURGE")
-        spark.sql(table.ddl())
+        spark.sql(table.ddl(write_mode))
         keys = key_count(table, sf)
         per_key = MEAN_LINES_PER_ORDER if table is LINEITEM_TABLE else 1
         expected = keys * per_key
