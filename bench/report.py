@@ -3,7 +3,7 @@
     .venv/bin/python bench/report.py bench/results/results.json [--readme bench/README.md]
 
 Reads `results.json` (written by bench/run.py), writes `refresh_vs_fraction.png` and
-`refresh_vs_scale.png` beside it and replaces the part of the README between
+`refresh_vs_scale.png` (and `steady_state.png` for a run with `--steady`) beside it and replaces the part of the README between
 `<!-- results:start -->` and `<!-- results:end -->`. Self-contained (no bench imports), so
 it also runs as a plain script.
 """
@@ -29,11 +29,18 @@ START = "<!-- results:start -->"
 END = "<!-- results:end -->"
 FRACTION_PLOT = "refresh_vs_fraction.png"
 SCALE_PLOT = "refresh_vs_scale.png"
+STEADY_PLOT = "steady_state.png"
 
 #: The issue's targets: (model, minimum full/ivm ratio at the scale fraction of the main SF).
 SPEEDUP_TARGETS = (("pricing_summary", 20.0), ("nation_revenue", 10.0))
 NO_CHANGE_TARGET = 2.0  # seconds per model
 GROWTH_TARGET = 1.5  # ivm time at the largest SF / at the smallest
+#: Steady state: the median refresh of the last STEADY_WINDOW rounds at most STEADY_TARGET
+#: times that of the first STEADY_WINDOW (the target is reported from 2 x STEADY_WINDOW rounds).
+STEADY_WINDOW = 10
+STEADY_TARGET = 1.2
+#: The state table's file counts recorded after every steady-state refresh.
+STATE_COUNTS = ("data_files", "delete_files", "snapshots")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,6 +126,50 @@ def _phases(run: dict[str, Any], models: Sequence[str]) -> dict[str, dict[str, d
     return out
 
 
+def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any] | None:
+    """The steady-state rounds of `run` (None: there were none): per model the median refresh
+    of the first and of the last STEADY_WINDOW rounds, and the state table's file counts."""
+    steady = run.get("steady") or {}
+    rounds = steady.get("rounds") or []
+    if not rounds:
+        return None
+    window = min(STEADY_WINDOW, len(rounds))
+    per_model: dict[str, dict[str, Any]] = {}
+    for m in models:
+        times = _model_times(rounds, "ivm", m)
+        first, last = _median(times[:window]), _median(times[-window:])
+        row: dict[str, Any] = {
+            "seconds": times,
+            "first": first,
+            "last": last,
+            "ratio": _ratio(last, first),
+        }
+        for key in STATE_COUNTS:
+            counts = [
+                r["state"][m][key]
+                for r in rounds
+                if r.get("state", {}).get(m, {}).get(key) is not None
+            ]
+            row[key] = {
+                "max": max(counts, default=None),
+                "last": counts[-1] if counts else None,
+                "per_round": counts,
+            }
+        per_model[m] = row
+    checks = [c for r in rounds for c in r["checks"]]
+    return {
+        "sf": run["sf"],
+        "fraction": steady["fraction"],
+        "rounds": len(rounds),
+        "window": window,
+        "models": per_model,
+        "checks": {"run": len(checks), "passed": sum(1 for c in checks if c["ok"])},
+        "base_delete_files": {
+            c["table"]: c.get("delete_files_after") for c in rounds[-1]["changes"]
+        },
+    }
+
+
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     """Medians per model and fraction, no-change times, the scale series, checks, targets."""
     settings, models = results["settings"], results["models"]
@@ -135,25 +186,39 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
             row = next((x for x in _by_fraction(run, m) if x["fraction"] == scale_fraction), None)
             if row is not None:
                 by_scale[m].append({"sf": run["sf"], **row})
+
+    def steady_rounds(run: dict[str, Any]) -> list[dict[str, Any]]:
+        return (run.get("steady") or {}).get("rounds") or []
+
     all_checks = [
         c
         for run in runs
         for c in [
             *run["build"]["checks"],
-            *(c for r in [*run.get("warmup", []), *run["rounds"]] for c in r["checks"]),
+            *(
+                c
+                for r in [*run.get("warmup", []), *run["rounds"], *steady_rounds(run)]
+                for c in r["checks"]
+            ),
         ]
     ]
     loads = [
         r[side]["load_average"]
         for run in runs
-        for r in run["rounds"]
+        for r in [*run["rounds"], *steady_rounds(run)]
         for side in ("ivm", "full")
-        if "load_average" in r[side]
+        if r.get(side) and "load_average" in r[side]
     ]
     rebuilt = [
         f"SF {run['sf']:g} {r['fraction']:.1%} rep {r['rep'] + 1}: {name}"
         for run in runs
         for r in run["rounds"]
+        for name, m in r["ivm"]["models"].items()
+        if m["message"].startswith("built")
+    ] + [
+        f"SF {run['sf']:g} steady state round {r['round']}: {name}"
+        for run in runs
+        for r in steady_rounds(run)
         for name, m in r["ivm"]["models"].items()
         if m["message"].startswith("built")
     ]
@@ -177,6 +242,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         "checks": {"run": len(all_checks), "passed": sum(1 for c in all_checks if c["ok"])},
         "rebuilt_during_refresh": rebuilt,
         "load_average": {"median": _median(loads), "max": max(loads, default=None)},
+        "steady": steady_summary(main, models),
     }
     summary["targets"] = targets(summary, settings)
     return summary
@@ -227,6 +293,19 @@ def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str,
                     "met": growth < GROWTH_TARGET,
                 }
             )
+    steady = summary.get("steady")
+    if steady and steady["rounds"] >= 2 * STEADY_WINDOW:
+        for model, row in steady["models"].items():
+            if row["ratio"] is not None:
+                found.append(
+                    {
+                        "target": f"{model}: steady state, median refresh of the last "
+                        f"{STEADY_WINDOW} of {steady['rounds']} rounds within "
+                        f"{STEADY_TARGET:g}x of the first {STEADY_WINDOW}",
+                        "measured": _x(row["ratio"]),
+                        "met": row["ratio"] <= STEADY_TARGET,
+                    }
+                )
     return found
 
 
@@ -274,6 +353,12 @@ def plot_fractions(summary: dict[str, Any], path: Path) -> None:
     fig, axes = _grid(len(models))
     for ax, model in zip(axes, models, strict=True):
         rows = [r for r in summary["by_fraction"][model] if r["ivm"] and r["full"]]
+        if not rows:  # only steady-state rounds (`--fractions ''`)
+            ax.text(
+                0.5, 0.5, "no change fractions in this run", ha="center", transform=ax.transAxes
+            )
+            ax.set_title(model)
+            continue
         xs = [r["fraction"] * 100 for r in rows]
         _line(ax, xs, rows, "ivm", label="ivm refresh", color="tab:blue")
         _line(ax, xs, rows, "full", label="full rebuild (table)", color="tab:red")
@@ -312,6 +397,43 @@ def plot_scale(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_steady(steady: dict[str, Any], path: Path) -> None:
+    """Per model: the refresh time of every steady-state round, and the state table's data
+    and delete files after it (right axis)."""
+    models = list(steady["models"])
+    fig, axes = _grid(len(models))
+    for ax, model in zip(axes, models, strict=True):
+        row = steady["models"][model]
+        ax.plot(
+            range(1, len(row["seconds"]) + 1), row["seconds"], color="tab:blue", label="refresh"
+        )
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("round")
+        ax.set_ylabel("ivm refresh (s)")
+        ax.set_title(f"{model} (SF {steady['sf']:g}, {steady['fraction']:.1%} changed)")
+        ax.grid(True, alpha=0.3)
+        files = ax.twinx()
+        for key, color in (("data_files", "tab:green"), ("delete_files", "tab:red")):
+            counts = row[key]["per_round"]
+            files.step(
+                range(1, len(counts) + 1),
+                counts,
+                where="post",
+                color=color,
+                alpha=0.6,
+                label=f"state {key.replace('_', ' ')}",
+            )
+        files.set_ylim(bottom=0)
+        files.set_ylabel("files")
+        lines = ax.get_legend_handles_labels()
+        more = files.get_legend_handles_labels()
+        ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize="small", loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # ------------------------------------------------------------------------------------------------
 # markdown
 # ------------------------------------------------------------------------------------------------
@@ -345,7 +467,8 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
         + f"; plugin commit {versions.get('plugin_commit', '?')}.",
         "",
         (
-            f"Scale factor {settings['sf']:g}, `--pattern {settings['pattern']}`, seed "
+            f"Scale factor {settings['sf']:g}, `--pattern {settings['pattern']}`, "
+            f"`--base-write-mode {settings.get('base_write_mode', 'copy-on-write')}`, seed "
             f"{settings['seed']}, median of {settings['reps']} repetitions after "
             f"{settings.get('warmup_rounds', 0)} untimed warm-up round(s); the whole run took "
             f"{results['seconds'] / 60:.0f} min. Equality checks (ivm model = its table twin): "
@@ -425,6 +548,9 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
                 else None
             )
             lines.append(f"| {model} | {cells} | {_x(growth)} |")
+    steady = s.get("steady")
+    if steady:
+        lines += ["", *_steady_markdown(steady, settings)]
     if s["targets"]:
         lines += ["", "### Targets", "", "| target | measured | met |", "| --- | --- | --- |"]
         lines += [
@@ -456,7 +582,56 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
         "",
         f"![refresh time against scale factor]({image_dir}/{SCALE_PLOT})",
     ]
+    if steady:
+        lines += [
+            "",
+            f"![steady state: refresh time and state files per round]({image_dir}/{STEADY_PLOT})",
+        ]
     return "\n".join(lines)
+
+
+def _steady_markdown(steady: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """The steady-state section: refresh medians of the first and last rounds, state files."""
+    n, w = steady["rounds"], steady["window"]
+    overlap = " (they overlap: fewer than twice as many rounds ran)" if n < 2 * w else ""
+    checks = steady["checks"]
+    base = steady.get("base_delete_files") or {}
+    base_text = (
+        "; the base tables' live delete files after the last round: "
+        + ", ".join(f"{t} {v}" for t, v in base.items())
+        if any(base.values())
+        else ""
+    )
+    every = settings.get("steady_check_every", STEADY_WINDOW)
+    lines = [
+        f"### Steady state, SF {steady['sf']:g}",
+        "",
+        (
+            f"{n} change rounds in a row after the rounds above, {steady['fraction']:.1%} of "
+            f"every base table changed in each, only the ivm refresh run and timed; the table "
+            f"twins rebuilt and checked every {every} rounds and after the last "
+            f"({checks['passed']} of {checks['run']} checks passed{base_text}). First / last "
+            f"{w}: median refresh of rounds 1-{w} and {n - w + 1}-{n}{overlap}. State files: "
+            "the state table `<model>__ivm_state`'s current snapshot after each refresh (data "
+            "and delete files) and its snapshots, the most over the rounds / after the last."
+        ),
+        "",
+        (
+            f"| model | first {w} (s) | last {w} (s) | last / first | data files | delete files "
+            "| snapshots |"
+        ),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for model, row in steady["models"].items():
+        counts = " | ".join(f"{_n(row[k]['max'])} / {_n(row[k]['last'])}" for k in STATE_COUNTS)
+        lines.append(
+            f"| {model} | {_s(row['first'])} | {_s(row['last'])} | {_x(row['ratio'])} | {counts} |"
+        )
+    return lines
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def replace_section(text: str, section: str) -> str:
@@ -477,10 +652,14 @@ def write_all(results_path: Path, readme: Path) -> list[Path]:
     out = results_path.parent
     plot_fractions(results["summary"], out / FRACTION_PLOT)
     plot_scale(results["summary"], out / SCALE_PLOT)
+    written = [out / FRACTION_PLOT, out / SCALE_PLOT]
+    if results["summary"].get("steady"):
+        plot_steady(results["summary"]["steady"], out / STEADY_PLOT)
+        written.append(out / STEADY_PLOT)
     image_dir = os.path.relpath(out.resolve(), readme.resolve().parent)
     old = readme.read_text() if readme.exists() else ""
     readme.write_text(replace_section(old, markdown(results, image_dir)))
-    return [out / FRACTION_PLOT, out / SCALE_PLOT, readme]
+    return [*written, readme]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

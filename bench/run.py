@@ -8,7 +8,10 @@ results. Per scale factor: generate the base tables, build every model as `ivm` 
 `table`, time no-change refreshes, then per change fraction and repetition: change every base
 table, time `dbt run --select tag:ivm` (the refresh) and `dbt run --select tag:full` (the
 full rebuild), and check that every ivm model equals its table twin (a mismatch aborts with
-exit code 1). Writes `results.json`, the plots and the results section of bench/README.md.
+exit code 1). With `--steady N`, after the main scale factor's rounds: N change rounds in a row
+at `--steady-fraction`, timing only the refresh and recording the state tables' files (the
+table twins are rebuilt and checked every STEADY_CHECK_EVERY rounds and after the last).
+Writes `results.json`, the plots and the results section of bench/README.md.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ REPO_DIR = BENCH_DIR.parent
 TARGET_SCHEMA = "bench"
 MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
 FULL_SUFFIX = "_full"
+#: Steady-state rounds between two rebuilds and equality checks (and one after the last round).
+STEADY_CHECK_EVERY = 10
 #: An ivm model's log line with the time of one refresh statement (DBT_SPARK_IVM_TIMINGS=1).
 STEP_LINE = re.compile(r"ivm model '(?P<model>[^']+)':\s+(?P<seconds>[0-9.]+)s (?P<label>.+)")
 
@@ -80,6 +85,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--scale-fraction", type=float, default=0.001, help="change fraction of the scale series"
     )
     parser.add_argument("--pattern", choices=changes.PATTERNS, default="clustered")
+    parser.add_argument(
+        "--base-write-mode",
+        choices=datagen.WRITE_MODES,
+        default="copy-on-write",
+        help="how DELETE/UPDATE/MERGE change the base tables (merge-on-read: delete files)",
+    )
+    parser.add_argument(
+        "--steady",
+        type=int,
+        default=0,
+        help="change rounds in a row at the main SF after its rounds, refresh only (0: none)",
+    )
+    parser.add_argument(
+        "--steady-fraction", type=float, default=0.001, help="change fraction of --steady"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--warmup-rounds",
@@ -102,7 +122,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=BENCH_DIR / "README.md",
         help="markdown file whose results section is rewritten",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.steady < 0:
+        parser.error("--steady: a number of rounds, 0 for none")
+    return args
 
 
 # ------------------------------------------------------------------------------------------------
@@ -311,6 +334,10 @@ class Benchmark:
                 "scale_sfs": args.scale_sfs,
                 "scale_fraction": args.scale_fraction,
                 "pattern": args.pattern,
+                "base_write_mode": args.base_write_mode,
+                "steady": args.steady,
+                "steady_fraction": args.steady_fraction,
+                "steady_check_every": STEADY_CHECK_EVERY,
                 "seed": args.seed,
                 "warmup_rounds": args.warmup_rounds,
                 "rows_per_file": args.rows_per_file,
@@ -411,7 +438,12 @@ class Benchmark:
         start = time.perf_counter()
         try:
             tables = datagen.load(
-                self.spark, sf, f"{self.args.seed}/load", self.args.rows_per_file, progress
+                self.spark,
+                sf,
+                f"{self.args.seed}/load",
+                self.args.rows_per_file,
+                progress,
+                self.args.base_write_mode,
             )
         finally:
             for bar in bars:
@@ -421,12 +453,11 @@ class Benchmark:
             self.say(f"  {t.name}: {t.rows:,} rows in {t.files} files ({t.seconds:.1f}s)")
         return {"seconds": seconds, "tables": [asdict(t) for t in tables]}
 
-    def change_round(
-        self, rounds: list[dict[str, Any]], sf: float, fraction: float, rep: int, label: str
-    ) -> None:
-        """Change every base table, time the refresh and the rebuild, check the models."""
+    def apply_changes(
+        self, seed: str, sf: float, fraction: float, label: str
+    ) -> tuple[list[changes.TableChange], float]:
+        """One round of changes to every base table; what it did and its seconds."""
         self.step(f"{label}: changes")
-        seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
         start = time.perf_counter()
         applied = changes.apply_round(
             self.spark, seed, fraction, self.args.pattern, datagen.scale_of(sf).parts
@@ -436,6 +467,14 @@ class Benchmark:
             f"{label}: changes ({change_seconds:.1f}s) "
             + ", ".join(f"{c.table} +{c.inserted} ~{c.updated} -{c.deleted}" for c in applied)
         )
+        return applied, change_seconds
+
+    def change_round(
+        self, rounds: list[dict[str, Any]], sf: float, fraction: float, rep: int, label: str
+    ) -> None:
+        """Change every base table, time the refresh and the rebuild, check the models."""
+        seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
+        applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
         self.step(f"{label}: ivm refresh")
         ivm = self.refresh()
         self.say(self._describe("ivm refresh ", ivm))
@@ -457,6 +496,72 @@ class Benchmark:
         )
         self.done()
 
+    def state_files(self) -> dict[str, dict[str, int | None]]:
+        """Per ivm model, its state table's current snapshot: data files, delete files, bytes
+        and records (the snapshot summary's totals; records in data files, deleted ones
+        included), and the table's snapshots.
+
+        Reads table metadata only (the `refs` and `snapshots` metadata tables)."""
+        found: dict[str, dict[str, int | None]] = {}
+        for model in MODELS:
+            state = f"{TARGET_SCHEMA}.{model}__ivm_state"
+            row = self.spark.sql(
+                f"SELECT (SELECT count(*) FROM {state}.snapshots), "
+                "summary['total-data-files'], summary['total-delete-files'], "
+                "summary['total-files-size'], summary['total-records'] "
+                f"FROM {state}.snapshots WHERE snapshot_id = "
+                f"(SELECT snapshot_id FROM {state}.refs WHERE name = 'main')"
+            ).collect()
+            values = list(row[0]) if row else [None] * 5
+            found[model] = {
+                key: None if value is None else int(value)
+                for key, value in zip(
+                    ("snapshots", "data_files", "delete_files", "bytes", "records"),
+                    values,
+                    strict=True,
+                )
+            }
+        return found
+
+    def steady(self, run: dict[str, Any], sf: float, count: int, fraction: float) -> None:
+        """`count` change rounds in a row: change every base table and time the ivm refresh;
+        rebuild the table twins and check every STEADY_CHECK_EVERY rounds and after the last."""
+        steady: dict[str, Any] = {"fraction": fraction, "rounds": []}
+        run["steady"] = steady
+        for number in range(1, count + 1):
+            label = f"SF {sf:g}, steady state, {fraction:.1%} changed, round {number}/{count}"
+            seed = f"{self.args.seed}/{sf:g}/steady/{fraction:g}/{number}"
+            applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
+            self.step(f"{label}: ivm refresh")
+            ivm = self.refresh()
+            self.say(self._describe("ivm refresh ", ivm))
+            state = self.state_files()
+            self.say(
+                "  state files (data/delete/snapshots): "
+                + ", ".join(
+                    f"{m} {s['data_files']}/{s['delete_files']}/{s['snapshots']}"
+                    for m, s in state.items()
+                )
+            )
+            record: dict[str, Any] = {
+                "round": number,
+                "changes": [asdict(c) for c in applied],
+                "changes_seconds": change_seconds,
+                "ivm": ivm.as_json(),
+                "state": state,
+                "full": None,
+                "checks": [],
+            }
+            if number % STEADY_CHECK_EVERY == 0 or number == count:
+                self.step(f"{label}: full rebuild")
+                full = self.rebuild()
+                self.say(self._describe("full rebuild", full))
+                self.step(f"{label}: equality checks")
+                record["full"] = full.as_json()
+                record["checks"] = self.check(label)
+            steady["rounds"].append(record)
+            self.done()
+
     def scale_factor(self, sf: float, fractions: Sequence[float], warmup: int) -> None:
         """Everything at one scale factor: data, builds, `warmup` untimed change rounds,
         no-change refreshes, change rounds."""
@@ -473,9 +578,11 @@ class Benchmark:
         self.say(self._describe(f"SF {sf:g} table build", full))
         run["build"] = {"ivm": ivm.as_json(), "full": full.as_json(), "checks": self.check("build")}
         self.done()
+        # with no change fractions (only --steady), warm up at the steady fraction
+        first = fractions[0] if fractions else self.args.steady_fraction
         for number in range(warmup):
-            label = f"SF {sf:g}, {fractions[0]:.1%} changed, warm-up {number + 1}"
-            self.change_round(run["warmup"], sf, fractions[0], -1 - number, label)
+            label = f"SF {sf:g}, {first:.1%} changed, warm-up {number + 1}"
+            self.change_round(run["warmup"], sf, first, -1 - number, label)
         for rep in range(self.args.reps):
             self.step(f"SF {sf:g}: refresh without change, rep {rep + 1}")
             inv = self.refresh()
@@ -500,13 +607,17 @@ class Benchmark:
     def run(self) -> None:
         plan = self.plan()
         warmup = self.args.warmup_rounds
-        steps = warmup + sum(2 + self.args.reps * (1 + len(f)) for _, f in plan)
+        steady = self.args.steady
+        steps = warmup + steady + sum(2 + self.args.reps * (1 + len(f)) for _, f in plan)
         with tqdm(total=steps, unit=" steps", position=0) as self.bar:
             self.step("starting Spark")
             self.start()
             for number, (sf, fractions) in enumerate(plan):
                 # the first scale factor warms the JVM up for all
                 self.scale_factor(sf, fractions, warmup if number == 0 else 0)
+                if number == 0 and steady > 0:
+                    # at the main scale factor, before the scale series replaces its tables
+                    self.steady(self.results["runs"][-1], sf, steady, self.args.steady_fraction)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

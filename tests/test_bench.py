@@ -1,9 +1,12 @@
 """The benchmark (bench/) at SF 0.01, so that it cannot rot: it runs in this process on the
 shared Spark, refreshes really refresh, every refresh is checked against its table twin, and
-the JSON, the plots and the markdown table come out."""
+the JSON, the plots and the markdown table come out. The run uses merge-on-read base tables
+and one steady-state round (`--steady 1`), so that those code paths run too; the report of a
+long steady state is tested on the tiny run's figures repeated."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -12,17 +15,19 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench import checks, report
+from bench import checks, datagen, report
 from bench import run as bench_run
 
 MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
 FRACTION = 0.01
+STEADY_ROUNDS = 1  # each round costs a refresh of every model: the cheapest steady state
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, Path]:
-    """One benchmark run: SF 0.01, 1 % changed, 1 repetition, no scale series."""
+    """One benchmark run: SF 0.01, 1 % changed, 1 repetition, no scale series, merge-on-read
+    base tables, then STEADY_ROUNDS steady-state rounds."""
     root = tmp_path_factory.mktemp("bench")
     readme = root / "README.md"
     readme.write_text(
@@ -36,6 +41,8 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
             "--warmup-rounds", "0",
             "--scale-sfs", "",
             "--scale-fraction", str(FRACTION),
+            "--base-write-mode", "merge-on-read",
+            "--steady", str(STEADY_ROUNDS),
             "--out", str(root / "out"),
             "--workdir", str(root / "work"),
             "--readme", str(readme),
@@ -64,11 +71,16 @@ def test_every_model_has_medians_and_every_refresh_was_checked(
         assert summary["no_change"][model] > 0
         assert [r["sf"] for r in summary["by_scale"][model]] == [0.01]
     (run,) = results["runs"]
-    # the build and the one change round, each of the 4 models against its table twin
-    found = run["build"]["checks"] + [c for r in run["rounds"] for c in r["checks"]]
-    assert sorted(c["model"] for c in found) == sorted(MODELS * 2)
+    # the build, the one change round and the last steady round, each of the 4 models
+    # against its table twin
+    steady_rounds = run["steady"]["rounds"]
+    found = [
+        *run["build"]["checks"],
+        *(c for r in [*run["rounds"], *steady_rounds] for c in r["checks"]),
+    ]
+    assert sorted(c["model"] for c in found) == sorted(MODELS * 3)
     assert all(c["ok"] and c["differing_rows"] == 0 and c["rows"] > 0 for c in found), found
-    assert summary["checks"] == {"run": 8, "passed": 8}
+    assert summary["checks"] == {"run": 12, "passed": 12}
     (change_round,) = run["rounds"]
     for change in change_round["changes"]:
         assert change["inserted"] + change["updated"] + change["deleted"] > 0, change
@@ -103,7 +115,8 @@ def test_plots_and_markdown(tiny_run: tuple[dict[str, Any], Path, Path]) -> None
         assert re.search(
             rf"^\| {model} \| 1\.0% \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \|$", text, re.MULTILINE
         )
-    assert "8 of 8 passed" in text
+    assert "12 of 12 passed" in text
+    assert "`--base-write-mode merge-on-read`" in text
     assert "### Where a refresh spends its time" in text
     columns = len(report.PHASES) + 1  # the phases and dbt
     for model in MODELS:
@@ -119,3 +132,101 @@ def test_the_check_sees_a_wrong_row(tiny_run: tuple[dict[str, Any], Path, Path])
     found = checks.compare(spark, "pricing_summary", "bench.pricing_summary", twin)
     assert not found.ok and found.differing_rows == 1
     assert "'missing'" in found.problem
+
+
+def test_merge_on_read_base_tables_and_steady_state(
+    tiny_run: tuple[dict[str, Any], Path, Path],
+) -> None:
+    """The base tables took the changes as position delete files, and every steady-state round
+    refreshed every model and recorded its state table's files; only the last one rebuilt
+    the table twins and checked (STEADY_ROUNDS < run.STEADY_CHECK_EVERY)."""
+    assert STEADY_ROUNDS < bench_run.STEADY_CHECK_EVERY
+    results, out, readme = tiny_run
+    assert results["settings"]["base_write_mode"] == "merge-on-read"
+    assert results["settings"]["steady"] == STEADY_ROUNDS
+    (run,) = results["runs"]
+    changed = {c["table"]: c for c in run["rounds"][0]["changes"]}
+    lineitem = changed["lineitem"]
+    assert lineitem["added_delete_files"] > 0 and lineitem["rewritten_files"] == 0, lineitem
+    steady = run["steady"]
+    assert steady["fraction"] == 0.001
+    assert [r["round"] for r in steady["rounds"]] == list(range(1, STEADY_ROUNDS + 1))
+    for r in steady["rounds"]:
+        last = r["round"] == STEADY_ROUNDS
+        assert (r["full"] is not None) == last and bool(r["checks"]) == last, r["round"]
+        assert all(c["delete_files_after"] > 0 for c in r["changes"]), r["changes"]
+        for model in MODELS:
+            message = r["ivm"]["models"][model]["message"]
+            assert message.startswith("refreshed"), f"{model} was not refreshed: {message}"
+            state = r["state"][model]
+            assert state["data_files"] >= 1 and state["snapshots"] >= 1, state
+            assert state["delete_files"] >= 0 and state["records"] >= 1, state
+    s = results["summary"]["steady"]
+    assert s["rounds"] == STEADY_ROUNDS and s["window"] == STEADY_ROUNDS
+    assert s["checks"] == {"run": 4, "passed": 4}
+    for model in MODELS:
+        row = s["models"][model]
+        assert len(row["seconds"]) == STEADY_ROUNDS and row["first"] > 0 and row["last"] > 0
+        assert row["ratio"] == pytest.approx(row["last"] / row["first"])
+        assert len(row["delete_files"]["per_round"]) == STEADY_ROUNDS
+    data = (out / report.STEADY_PLOT).read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+    text = readme.read_text()
+    assert "### Steady state, SF 0.01" in text and report.STEADY_PLOT in text
+    for model in MODELS:
+        assert re.search(
+            rf"^\| {model} \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x( \| [0-9]+ / [0-9]+){{3}} \|$",
+            text,
+            re.MULTILINE,
+        ), model
+
+
+def test_steady_state_target(tiny_run: tuple[dict[str, Any], Path, Path]) -> None:
+    """From 20 rounds on the report compares the last ten with the first ten (no Spark: the
+    tiny run's steady round repeated, the later ones slower for one model; checked every
+    STEADY_CHECK_EVERY rounds and after the last, as run.py does)."""
+    results = copy.deepcopy(tiny_run[0])
+    (run,) = results["runs"]
+    template = run["steady"]["rounds"][0]
+    rounds = []
+    for number in range(1, 26):
+        r = copy.deepcopy(template)
+        r["round"] = number
+        if number % bench_run.STEADY_CHECK_EVERY and number != 25:
+            r["full"], r["checks"] = None, []
+        for model in MODELS:
+            slower = model == "nation_revenue" and number > 15
+            r["ivm"]["models"][model]["seconds"] = 2.0 if slower else 1.0
+        rounds.append(r)
+    run["steady"]["rounds"] = rounds
+    summary = report.summarize(results)
+    steady = summary["steady"]
+    assert steady["rounds"] == 25 and steady["window"] == report.STEADY_WINDOW
+    assert steady["models"]["nation_revenue"]["ratio"] == pytest.approx(2.0)
+    assert steady["models"]["pricing_summary"]["ratio"] == pytest.approx(1.0)
+    assert steady["checks"] == {"run": 3 * len(MODELS), "passed": 3 * len(MODELS)}
+    met = {
+        t["target"].split(":")[0]: t["met"] for t in summary["targets"] if "steady" in t["target"]
+    }
+    assert met == {m: m != "nation_revenue" for m in MODELS}
+    results["summary"] = summary
+    text = report.markdown(results, "out")
+    assert "median refresh of rounds 1-10 and 16-25." in text
+    assert re.search(r"^\| nation_revenue \| 1\.00 \| 2\.00 \| 2\.0x \|", text, re.MULTILINE)
+    assert "within 1.2x of the first 10 | 2.0x | **no** |" in text
+
+
+def test_base_table_ddl_write_mode() -> None:
+    for mode in datagen.WRITE_MODES:
+        ddl = datagen.LINEITEM_TABLE.ddl(mode)
+        for op in ("delete", "update", "merge"):
+            assert f"'write.{op}.mode' = '{mode}'" in ddl
+    assert "merge-on-read" not in datagen.LINEITEM_TABLE.ddl()
+    with pytest.raises(ValueError):
+        datagen.LINEITEM_TABLE.ddl("append-only")  # type: ignore[arg-type]
+    args = bench_run.parse_args([])
+    assert (args.base_write_mode, args.steady, args.steady_fraction) == (
+        "copy-on-write",
+        0,
+        0.001,
+    )
