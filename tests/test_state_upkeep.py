@@ -1,11 +1,14 @@
 """State upkeep: refreshes compact the state table and expire its old snapshots, and stay exact.
 
-Two models (a grouped aggregate; a DISTINCT over a join) are refreshed 30 times after small
+Two models (a grouped aggregate; a DISTINCT over a join) are refreshed 20 times after small
 random changes of their Iceberg base tables (inserts, updates, deletes, NULLs, duplicates),
 one `dbt run` per round. After every run each relation equals a fresh run of its SQL (as bags)
-and its state table's live delete files stay under the compaction threshold; at the end its
-live data files and its snapshots are bounded too. An upkeep that fails leaves the run
-successful and the relation exact (the failure is injected by making the CALL fail on Spark).
+and its state table's live delete files stay under the compaction threshold; its live data
+files and its snapshots stay bounded too, and each state was seen compacted (its live delete
+files fell) and expired (its snapshots fell) at least once. 20 refreshes are enough for that:
+without upkeep a state would hold more than EXPIRE_AT + 1 snapshots and DELETE_FILE_THRESHOLD
+delete files by then. An upkeep that fails leaves the run successful and the relation exact
+(the failure is injected by making the CALL fail on Spark).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from small_project import SmallProject
 from dbt.adapters.spark_ivm.compiler import upkeep
 
 SCHEMA = "ivm_upkeep"
-ROUNDS = 30
+ROUNDS = 20
 MODELS = {
     "agg": (
         "select k, count(*) as n, count(x) as nx, sum(x) as s, min(x) as mn, max(x) as mx "
@@ -43,7 +46,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("upkeep"), "upkeep", SCHEMA)
     for name, select in MODELS.items():
         p.model(name, select)
-    assert p.dbt("debug").success
+    p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     for t in ("facts", "dims"):
         p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{t}")
@@ -121,6 +124,9 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(project: SmallProject)
     p = project
     rnd = random.Random(1)
     peak = {name: {"data": 0, "deletes": 0, "snapshots": 0} for name in MODELS}
+    last = {name: _files(p, name) for name in MODELS}
+    # Rounds after which a state held fewer delete files / snapshots than before the round.
+    fell: dict[str, dict[str, list[int]]] = {n: {"deletes": [], "snapshots": []} for n in MODELS}
     for i in range(ROUNDS):
         _change(p, rnd)
         result = p.dbt("run")
@@ -130,14 +136,22 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(project: SmallProject)
         for name in MODELS:
             files = _files(p, name)
             peak[name] = {k: max(v, files[k]) for k, v in peak[name].items()}
+            for k in ("deletes", "snapshots"):
+                if files[k] < last[name][k]:
+                    fell[name][k].append(i)
+            last[name] = files
             assert files["deletes"] < upkeep.DELETE_FILE_THRESHOLD, (name, i, files)
     for name in MODELS:
-        files = _files(p, name)
-        print(f"{name} after {ROUNDS} refreshes: {files}, peak {peak[name]}")
+        print(
+            f"{name} after {ROUNDS} refreshes: {last[name]}, peak {peak[name]}, fell {fell[name]}"
+        )
         # Without compaction and expiry there would be about ROUNDS of each (ROUNDS > 18):
         # expiry keeps at most EXPIRE_AT - 1 snapshots plus a compaction's two.
         assert peak[name]["data"] <= upkeep.DATA_FILE_SLACK, (name, peak[name])
         assert peak[name]["snapshots"] <= upkeep.EXPIRE_AT + 1, (name, peak[name])
+        # The bounds held because upkeep ran, not because too few refreshes committed.
+        assert fell[name]["deletes"], (name, "never compacted", peak[name])
+        assert fell[name]["snapshots"], (name, "never expired", peak[name])
 
 
 def _dbt_capturing(p: SmallProject, messages: list[str]) -> Callable[..., dbtRunnerResult]:
