@@ -11,7 +11,7 @@ import pytest
 from ivm_harness import datagen
 from ivm_harness.compare import compare_bags, floats_close, format_diff
 from ivm_harness.families import FAMILIES
-from ivm_harness.runner import round_kinds
+from ivm_harness.runner import HarnessConfig, round_kinds
 from ivm_harness.spec import Col, Family, Table, check_unique_names, collect_tables
 
 
@@ -120,6 +120,9 @@ def test_specs_validate() -> None:
 
 def test_round_plan() -> None:
     """The default plan has a build, a round without changes and an emptying round."""
-    kinds = round_kinds(6)
-    assert kinds[0] == "build" and "noop" in kinds and "empty" in kinds and len(kinds) == 7
+    kinds = round_kinds(HarnessConfig(seed=1).rounds)
+    assert kinds[0] == "build" and "noop" in kinds and "empty" in kinds and len(kinds) == 6
+    # mixed rounds on the build's state, on a refilled state, and after it
+    assert kinds[1] == "mixed" and kinds[-2:] == ["mixed", "mixed"]
+    assert kinds.index("empty") < len(kinds) - 2
     assert round_kinds(8)[-1] == "mixed"

@@ -34,8 +34,11 @@ BASE_SCHEMA = "ivm_harness_base"
 #: Threads comparing relations after a round (queries of small tables: mostly latency).
 CHECK_WORKERS = 4
 
-#: Kinds of the change rounds, in order; longer runs append "mixed" rounds.
-ROUND_PLAN: tuple[str, ...] = ("mixed", "mixed", "noop", "empty", "mixed", "mixed")
+#: Kinds of the change rounds, in order; longer runs append "mixed" rounds. The first `mixed`
+#: changes the state the build wrote; the last changes a state that refreshes wrote on top of
+#: refreshes (`empty` removed every group, the `mixed` after it refilled them). A second
+#: `mixed` right after the first (the plan had one) exercises nothing those two do not.
+ROUND_PLAN: tuple[str, ...] = ("mixed", "noop", "empty", "mixed", "mixed")
 
 
 class HarnessError(RuntimeError):
@@ -53,7 +56,7 @@ class HarnessConfig:
 
     Attributes:
         seed: `IVM_SEED` (random when unset; always printed).
-        rounds: `IVM_ROUNDS`, number of change rounds after the build (default 6).
+        rounds: `IVM_ROUNDS`, number of change rounds after the build (default 5).
         materialization: `IVM_HARNESS_MATERIALIZATION` (default `ivm`; `table` for bring-up).
         adapter_type: `IVM_HARNESS_ADAPTER` (default `spark_ivm`; `spark` for bring-up).
         threads: `IVM_HARNESS_THREADS`, dbt threads (default 4, as dbt users run; 1 serialises
@@ -64,7 +67,7 @@ class HarnessConfig:
     """
 
     seed: int
-    rounds: int = 6
+    rounds: int = len(ROUND_PLAN)
     materialization: str = "ivm"
     adapter_type: str = "spark_ivm"
     threads: int = 4
@@ -82,7 +85,7 @@ class HarnessConfig:
             corrupt = (name, int(rnd) if rnd else 1)
         return cls(
             seed=seed,
-            rounds=int(env.get("IVM_ROUNDS", "6")),
+            rounds=int(env.get("IVM_ROUNDS", str(len(ROUND_PLAN)))),
             materialization=env.get("IVM_HARNESS_MATERIALIZATION", "ivm"),
             adapter_type=env.get("IVM_HARNESS_ADAPTER", "spark_ivm"),
             threads=int(env.get("IVM_HARNESS_THREADS", "4")),
@@ -385,11 +388,12 @@ class Harness:
                 if table.name not in changed and rows:
                     continue
                 stmts: list[str] = []
-                for _ in range(rng.randint(1, 4)):
+                for n in range(rng.randint(1, 4)):
+                    if n:  # the next statement is drawn from the rows the last one left
+                        rows = self.rows(table)
                     stmt = datagen.change_statement(table, BASE_SCHEMA, rows, rng)
                     self.sql(stmt)
                     stmts.append(stmt)
-                    rows = self.rows(table)
                 log.statements[table.name] = stmts
         self._log(f"-- round {number} ({kind})\n" + log.describe())
         return log
