@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
+MIN_MAX_KEEP_ENV = "DBT_SPARK_IVM_MIN_MAX_KEEP"
+MIN_MAX_KEEP = (1, 2, 3, 16)  # per round, seeded: values a MIN/MAX state lists per group
+
 HIDDEN_PREFIX = "__ivm_"
 TARGET_SCHEMA = "ivm_harness"
 BASE_SCHEMA = "ivm_harness_base"
@@ -498,7 +501,18 @@ class Harness:
             t0 = time.monotonic()
             log = self.apply_changes(number, kind)
             t1 = time.monotonic()
-            invocation = self.project.run(names) if names else InvocationResult(True, {}, None)
+            # MIN/MAX states list this many values per group; a small, changing number
+            # drives lists past their end (cut, bound, recompute) in every round kind.
+            keep = random.Random(f"{self.config.seed}/{number}/keep").choice(MIN_MAX_KEEP)
+            previous = os.environ.get(MIN_MAX_KEEP_ENV)
+            os.environ[MIN_MAX_KEEP_ENV] = str(keep)
+            try:
+                invocation = self.project.run(names) if names else InvocationResult(True, {}, None)
+            finally:
+                if previous is None:
+                    os.environ.pop(MIN_MAX_KEEP_ENV, None)
+                else:
+                    os.environ[MIN_MAX_KEEP_ENV] = previous
             self._corrupt(number, invocation.models)
             t2 = time.monotonic()
             # the checks only read; Spark runs queries from several threads concurrently

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from dbt.adapters.spark_ivm.compiler import base_tables, render
+from dbt.adapters.spark_ivm.compiler.aggregates import keep_from_env
 from dbt.adapters.spark_ivm.compiler.analyze import analyze, base_relations
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
 from dbt.adapters.spark_ivm.compiler.ir import Query
@@ -23,7 +24,7 @@ from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"  # 3: MIN/MAX states keep ranked value lists
 
 
 class Executor(Protocol):
@@ -71,6 +72,10 @@ class Target:
     @property
     def delta(self) -> str:
         return self._scratch("delta")
+
+    @property
+    def compacted(self) -> str:
+        return self._scratch("rows")
 
     def log(self, index: int) -> str:
         return self._scratch(f"log_{index}")
@@ -204,7 +209,7 @@ class FactsReader:
                 schemas = {r: [(n, t) for n, t in cols] for r, cols in facts["schemas"].items()}
                 query = analyze(self.compiled_sql, self.model, schemas, default_db)
                 outputs = [(n, t) for n, t in facts["outputs"]]
-                return plan(query, outputs, list(facts["arg_types"]))
+                return plan(query, outputs, list(facts["arg_types"]), keep_from_env())
             except Exception as e:  # noqa: BLE001 - facts damaged by hand: plan from Spark
                 self.log(f"ivm model '{self.model}': recorded facts unusable ({str(e)[:200]})")
         relations = base_relations(self.compiled_sql, default_db, self.model)
@@ -226,7 +231,7 @@ class FactsReader:
             ]
             it = iter(types)
             arg_types = [next(it) if a is not None else None for a in args]
-        return plan(query, outputs, arg_types)
+        return plan(query, outputs, arg_types, keep_from_env())
 
     def _recorded_facts(self, meta: dict, heads: dict[str, Head]) -> dict | None:
         """The planning facts the last commit recorded, when they still hold: every base

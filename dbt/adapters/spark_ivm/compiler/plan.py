@@ -22,7 +22,9 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.aggregates import (
     COUNT,
+    KEEP,
     AggregateRule,
+    ExtremeRule,
     RecomputeRule,
     rule_for,
 )
@@ -69,6 +71,11 @@ class Plan:
         return [*self.key_columns, COUNT, *self.helper_columns]
 
     @property
+    def ranked_rules(self) -> list[ExtremeRule]:
+        """MIN/MAX rules: their state lists are built from per-value counts (`extremes`)."""
+        return [rule for rule in self.rules if isinstance(rule, ExtremeRule)]
+
+    @property
     def may_recompute(self) -> bool:
         return any(rule.needs_recompute("s", "d") is not None for rule in self.rules)
 
@@ -104,11 +111,13 @@ def plan(
     query: Query,
     output_columns: Sequence[tuple[str, str]],
     arg_types: Sequence[str | None],
+    keep: int = KEEP,
 ) -> Plan:
     """Choose the rules for `query`.
 
     `output_columns` are the (name, type) pairs Spark gives the model's SELECT (DESCRIBE
-    QUERY); `arg_types` the Spark types of each aggregate's argument (None without one).
+    QUERY); `arg_types` the Spark types of each aggregate's argument (None without one);
+    `keep` how many values a MIN/MAX state lists per group.
     """
     outputs = [_unalias(o) for o in query.outputs]
     if len(outputs) != len(output_columns):
@@ -132,7 +141,7 @@ def plan(
         return Plan(query, shape, keys, [], names, types, visible, None, list(arg_types))
 
     keys = [g.copy() for g in query.group_by]
-    rules = [rule_for(i, agg, arg_types[i]) for i, agg in enumerate(query.aggregates)]
+    rules = [rule_for(i, agg, arg_types[i], keep) for i, agg in enumerate(query.aggregates)]
     mapping: dict[exp.Expression, exp.Expression] = {}
     for rule in rules:
         mapping[rule.agg.call] = rule.visible()

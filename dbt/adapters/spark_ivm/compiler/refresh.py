@@ -346,7 +346,12 @@ class Maintainer(FactsReader):
             key_ranges = self._key_ranges(query, logs, counts)
             compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
             assert compacted is not None
-            delta_select = render.delta_table_select(the_plan, compacted, state)
+            source: exp.Select | str = compacted
+            if the_plan.ranked_rules:
+                # MIN/MAX lists read the delta rows a second time, per value: compute once.
+                source = self.target.compacted
+                self._compute_scratch("delta rows", source, compacted)
+            delta_select = render.delta_table_select(the_plan, source, state)
             self._compute_scratch("delta", self.target.delta, delta_select)
             stats = self._fetch("stats", render.stats_sql(self.target.delta))[0]
             inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)

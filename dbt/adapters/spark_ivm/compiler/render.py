@@ -22,7 +22,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.aggregates import COUNT, RECOMPUTE_FLAG, RECOMPUTED
+from dbt.adapters.spark_ivm.compiler.aggregates import (
+    COUNT,
+    RECOMPUTE_FLAG,
+    RECOMPUTED,
+    ExtremeRule,
+)
+from dbt.adapters.spark_ivm.compiler.aggregates.extremes import VALUE, WEIGHT_SUM
 from dbt.adapters.spark_ivm.compiler.delta import (
     DELTA,
     NEW,
@@ -100,6 +106,38 @@ def _group(select: exp.Select, keys: list[exp.Expression]) -> exp.Select:
     return select.group_by(*(k.copy() for k in keys)) if keys else select
 
 
+def _values_select(plan: Plan, renderer: TermRenderer, term: Term, rule: ExtremeRule) -> exp.Select:
+    """Per key and distinct non-NULL argument value of `rule`: the value's count in `term`."""
+    arg = rule.arg()
+    projections = [
+        *zip(plan.key_columns, plan.keys),
+        (VALUE, arg),
+        (WEIGHT_SUM, template("COUNT(*)")),
+    ]
+    select = renderer.render(term, projections, with_weight=False)
+    select = select.where(exp.not_(exp.Is(this=arg.copy(), expression=exp.null())))
+    return select.group_by(*(k.copy() for k in plan.keys), arg.copy())
+
+
+def _with_ranked_lists(
+    plan: Plan,
+    main: exp.Select,
+    names: list[str],
+    lists: list[tuple[ExtremeRule, exp.Select, tuple[str, str]]],
+    as_full: bool,
+) -> tuple[exp.Select, list[str]]:
+    """`main` (columns `names`) with each MIN/MAX rule's ranked list joined on the keys."""
+    if not lists:
+        return main, names
+    select = exp.Select().select(*(col(n, "__ivm_m") for n in names))
+    select = select.from_(exp.alias_(exp.Subquery(this=main), "__ivm_m", table=True))
+    out = list(names)
+    for rule, values, list_names in lists:
+        select = rule.joined_lists(select, values, plan.key_columns, list_names, as_full)
+        out.extend(list_names)
+    return select, out
+
+
 def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.Expression:
     """The state computed from scratch: keys, __ivm_count__ and every rule's helpers, plus
     the metadata row (`__ivm_row__ = 1`) holding the watermarks of what was read."""
@@ -111,13 +149,17 @@ def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.E
     projections.append((COUNT, exp.Count(this=exp.Star())))
     for rule in plan.rules:
         projections.extend(rule.initial().items())
-    select = _group(
-        renderer.render(_full_term(plan.query), projections, with_weight=False), plan.keys
-    )
+    term = _full_term(plan.query)
+    select = _group(renderer.render(term, projections, with_weight=False), plan.keys)
+    lists = [
+        (rule, _values_select(plan, renderer, term, rule), (rule.top, rule.full))
+        for rule in plan.ranked_rules
+    ]
+    select, names = _with_ranked_lists(plan, select, [n for n, _ in projections], lists, True)
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),
         exp.alias_(text(meta), META, quoted=True),
-        *(exp.alias_(exp.null(), name, quoted=True) for name, _ in projections[2:]),
+        *(exp.alias_(exp.null(), name, quoted=True) for name in names[2:]),
     )
     return exp.union(select, meta_row, distinct=False)
 
@@ -172,19 +214,52 @@ def compacted_delta_select(
     return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)))
 
 
-def delta_table_select(plan: Plan, compacted: exp.Select, state: str) -> exp.Select:
-    """Per key: the summed weight, each rule's delta helpers, and the stored row's flags."""
+def delta_values_select(plan: Plan, compacted: str, rule: ExtremeRule) -> exp.Select:
+    """Per key and distinct non-NULL argument value of `rule`: its net weight in the delta."""
+    arg = col(rule.arg_column)
+    keys = [col(k) for k in plan.key_columns]
+    select = (
+        exp.Select()
+        .select(*keys, exp.alias_(arg, VALUE, quoted=True))
+        .select(exp.alias_(template("SUM(:w)", w=col(WEIGHT)), WEIGHT_SUM, quoted=True))
+        .from_(table(compacted))
+        .where(exp.not_(exp.Is(this=arg.copy(), expression=exp.null())))
+        .group_by(*(k.copy() for k in keys), arg.copy())
+    )
+    return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)))
+
+
+def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> exp.Select:
+    """Per key: the summed weight, each rule's delta helpers, and the stored row's flags.
+
+    `compacted` is the compacted delta's SELECT, or the scratch view holding it (required
+    when the plan has MIN/MAX rules, which read it a second time per value)."""
     w = col(WEIGHT)
-    agg = exp.Select().from_(exp.alias_(exp.Subquery(this=compacted), "__ivm_rows", table=True))
+    source = table(compacted) if isinstance(compacted, str) else exp.Subquery(this=compacted)
+    agg = exp.Select().from_(exp.alias_(source, "__ivm_rows", table=True))
+    names = [*plan.key_columns, COUNT]
     for name in plan.key_columns:
         agg = agg.select(col(name))
     agg = agg.select(exp.alias_(template("SUM(:w)", w=w), COUNT, quoted=True))
     for rule in plan.rules:
         for name, node in rule.delta(w).items():
             agg = agg.select(exp.alias_(node, name, quoted=True))
+            names.append(name)
     if plan.key_columns:
         agg = agg.group_by(*(col(n) for n in plan.key_columns))
     agg = agg.having(template("COUNT(*) > 0"))
+    if plan.ranked_rules:
+        if not isinstance(compacted, str):
+            raise ValueError("MIN/MAX rules read the compacted delta from a scratch view")
+        lists = [
+            (
+                rule,
+                delta_values_select(plan, compacted, rule),
+                tuple(rule.delta_table_columns()[:2]),
+            )
+            for rule in plan.ranked_rules
+        ]
+        agg, names = _with_ranked_lists(plan, agg, names, lists, False)
 
     flags = [f for r in plan.rules if (f := r.needs_recompute("s", "d")) is not None]
     flag = exp.or_(*flags) if flags else exp.false()
@@ -194,7 +269,7 @@ def delta_table_select(plan: Plan, compacted: exp.Select, state: str) -> exp.Sel
             [col(k, "s") for k in plan.key_columns], [col(k, "d") for k in plan.key_columns]
         ),
     )
-    return (
+    select = (
         exp.Select()
         .select(exp.Column(this=exp.Star(), table=exp.to_identifier("d")))
         .select(exp.alias_(flag, RECOMPUTE_FLAG, quoted=True))
@@ -206,8 +281,12 @@ def delta_table_select(plan: Plan, compacted: exp.Select, state: str) -> exp.Sel
                 quoted=True,
             )
         )
-        .from_(exp.alias_(exp.Subquery(this=agg), "d", table=True))
-        .join(exp.alias_(table(state), "s", table=True), on=match, join_type="left")
+    )
+    for rule in plan.rules:
+        for name, node in rule.joined("s", "d").items():
+            select = select.select(exp.alias_(node, name, quoted=True))
+    return select.from_(exp.alias_(exp.Subquery(this=agg), "d", table=True)).join(
+        exp.alias_(table(state), "s", table=True), on=match, join_type="left"
     )
 
 
@@ -256,11 +335,21 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
             )
         )
         term = Term(base=term.base, filters=(exp.Exists(this=flagged),))
-    return _group(renderer.render(term, projections, with_weight=False), plan.keys)
+    select = _group(renderer.render(term, projections, with_weight=False), plan.keys)
+    lists = [
+        (
+            rule,
+            _values_select(plan, renderer, term, rule),
+            (RECOMPUTED + rule.top, RECOMPUTED + rule.full),
+        )
+        for rule in plan.ranked_rules
+    ]
+    select, _ = _with_ranked_lists(plan, select, [n for n, _ in projections], lists, True)
+    return select
 
 
 def recomputed_columns(plan: Plan) -> list[str]:
-    return [RECOMPUTED + n for rule in plan.rules for n in rule.recompute()]
+    return [RECOMPUTED + n for rule in plan.rules for n in rule.recomputed_names()]
 
 
 def merge_sql(
@@ -292,7 +381,7 @@ def merge_sql(
         )
     else:
         source = source.select(*(exp.alias_(exp.null(), c, quoted=True) for c in rc_cols))
-    delta_columns = [*keys, COUNT, *(n for r in plan.rules for n in r.delta(col(WEIGHT)))]
+    delta_columns = [*keys, COUNT, *(n for r in plan.rules for n in r.delta_table_columns())]
     delta_columns += [RECOMPUTE_FLAG, MATCHED, NEW_COUNT]
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),

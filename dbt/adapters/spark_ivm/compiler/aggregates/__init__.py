@@ -12,7 +12,7 @@ reaches 0 is deleted.
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.aggregates.counting import CountRule, CountStarRule
-from dbt.adapters.spark_ivm.compiler.aggregates.extremes import ExtremeRule
+from dbt.adapters.spark_ivm.compiler.aggregates.extremes import KEEP, ExtremeRule, keep_from_env
 from dbt.adapters.spark_ivm.compiler.aggregates.recompute import RecomputeRule
 from dbt.adapters.spark_ivm.compiler.aggregates.rule import (
     COUNT,
@@ -25,6 +25,7 @@ from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate
 
 __all__ = [
     "COUNT",
+    "KEEP",
     "RECOMPUTED",
     "RECOMPUTE_FLAG",
     "AggregateRule",
@@ -34,6 +35,7 @@ __all__ = [
     "ExtremeRule",
     "RecomputeRule",
     "SumRule",
+    "keep_from_env",
     "rule_for",
 ]
 
@@ -48,6 +50,9 @@ _RULES: dict[AggKind, type[AggregateRule]] = {
 }
 
 
-def rule_for(index: int, agg: Aggregate, arg_type: str | None) -> AggregateRule:
-    """The rule that maintains `agg` (the `index`-th aggregate of the model)."""
+def rule_for(index: int, agg: Aggregate, arg_type: str | None, keep: int = KEEP) -> AggregateRule:
+    """The rule that maintains `agg` (the `index`-th aggregate of the model); `keep`: how
+    many values a MIN/MAX state lists per group."""
+    if agg.kind in (AggKind.MIN, AggKind.MAX):
+        return ExtremeRule(index, agg, arg_type, keep)
     return _RULES[agg.kind](index, agg, arg_type)

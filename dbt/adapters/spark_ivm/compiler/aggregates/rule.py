@@ -77,6 +77,18 @@ class AggregateRule:
         """Helper values recomputed over base rows of a flagged group."""
         return {}
 
+    def recomputed_names(self) -> list[str]:
+        """The state columns a recompute of a flagged group sets."""
+        return list(self.recompute())
+
+    def delta_table_columns(self) -> list[str]:
+        """The columns this rule adds to the delta table."""
+        return list(self.delta(col("__ivm_w")))
+
+    def joined(self, s: str, d: str) -> dict[str, exp.Expression]:
+        """Columns computed where the aggregated delta `d` meets the stored row `s`."""
+        return {}
+
     def visible(self) -> exp.Expression:
         """The aggregate's value, computed from the state row (unqualified columns)."""
         raise NotImplementedError

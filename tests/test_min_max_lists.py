@@ -1,0 +1,109 @@
+"""MIN/MAX states keep a short ranked list per group (issue 11, item 3).
+
+With 2 values kept per group, scripted changes walk a group's list through every case of
+the rule in `aggregates/extremes.py`, and after every refresh the relation must equal a
+fresh run of its SQL and the log line must say whether groups were recomputed from the
+base table:
+
+* deleting a group's extreme while the list holds another value: no base-table read;
+* a refresh that deletes listed values and inserts a value past the list's last one while
+  unlisted values lie between (the bound: the inserted value must not enter the list);
+* a list emptied by deletes: exactly that group recomputed;
+* a delta with more values than are kept (cut) meeting a stored list;
+* NaN, infinities and -0.0 doubles, NULL arguments, a NULL group key, and string maxima.
+"""
+
+from __future__ import annotations
+
+import pytest
+from adversarial import assert_equal_to_sql, run_messages
+from small_project import SmallProject
+
+SCHEMA = "ivm_minmax_lists"
+BASE = f"{SCHEMA}.vals"
+MODEL = "minmax_lists"
+SELECT = (
+    f"select g, min(x) as mn, max(x) as mx, min(d) as dmn, max(d) as dmx, max(s) as smx, "
+    f"count(*) as n from {BASE} group by g"
+)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("minmax_lists"), "minmax_lists", SCHEMA)
+    p.model(MODEL, SELECT)
+    p.start_spark()
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    p.sql(f"DROP TABLE IF EXISTS {BASE}")
+    p.sql(f"CREATE TABLE {BASE} (g string, x int, d double, s string) USING iceberg")
+    return p
+
+
+def _refresh(p: SmallProject, context: str, recomputed: int) -> None:
+    message = run_messages(p)[MODEL]
+    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, context)
+    if recomputed:
+        assert f"{recomputed} groups recomputed" in message, f"{context}: {message}"
+    else:
+        assert "recomputed" not in message, f"{context}: {message}"
+
+
+def test_min_max_lists_follow_deletes_and_inserts(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+):
+    p = project
+    monkeypatch.setenv("DBT_SPARK_IVM_MIN_MAX_KEEP", "2")
+    # x, d and s sit in separate rows, so that one list's recompute cannot mask another's.
+    rows = [
+        "('a', 1, NULL, NULL)", "('a', 5, NULL, NULL)", "('a', 5, NULL, NULL)",
+        "('a', 7, NULL, NULL)", "('a', NULL, 1.5, 'k')", "('a', NULL, -0.0, 'm')",
+        "('a', NULL, double('NaN'), 'm')", "('a', NULL, double('-inf'), 'z')",
+        "('e', 1, NULL, NULL)", "('e', 10, NULL, NULL)", "('e', 20, NULL, NULL)",
+        "('b', 3, 2.0, 'q')", "('b', 3, 2.0, 'q')",
+        "(NULL, 4, double('inf'), 'n')", "(NULL, NULL, NULL, NULL)",
+    ]  # fmt: skip
+    p.sql(f"INSERT INTO {BASE} VALUES {', '.join(rows)}")
+    messages = run_messages(p)
+    assert "built" in messages[MODEL], messages
+    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, "build")
+
+    # 'a': min(x) lists [1, 5] (7 unlisted). Deleting both 5s and inserting 9 must keep 9
+    # out of the list (7 lies between, the stored list's bound): it becomes [1].
+    # 'e': min(x) lists [1, 10] (20 unlisted). Deleting 1 and inserting 2, 3, 4 gives a
+    # delta list [1, 2] cut after 2: 10 must not enter (3 and 4 lie between, the delta's
+    # bound): it becomes [2]. Nothing is recomputed.
+    p.sql(f"DELETE FROM {BASE} WHERE (g = 'a' AND x = 5) OR (g = 'e' AND x = 1)")
+    p.sql(
+        f"INSERT INTO {BASE} VALUES ('a', 9, NULL, NULL), ('e', 2, NULL, NULL), "
+        "('e', 3, NULL, NULL), ('e', 4, NULL, NULL)"
+    )
+    _refresh(p, "delete listed values, insert past a bound", recomputed=0)
+
+    # Deleting 1 of 'a' and 2 of 'e' empties both lists: those two groups are recomputed
+    # (7 and 3), no other.
+    p.sql(f"DELETE FROM {BASE} WHERE (g = 'a' AND x = 1) OR (g = 'e' AND x = 2)")
+    _refresh(p, "lists emptied", recomputed=2)
+
+    # Deleting the maximum 9 of 'a' (max(x) lists [9, 7]) and its NaN row (max(d) lists
+    # [NaN, 1.5]; max(s) loses one of two 'm'): no recompute.
+    p.sql(f"DELETE FROM {BASE} WHERE g = 'a' AND (x = 9 OR isnan(d))")
+    _refresh(p, "delete maxima, another listed", recomputed=0)
+
+    # A delta with more values than are kept, in a new group and an existing one: the new
+    # group's list is cut; 'b' keeps its two 3s and gains values above and below.
+    values = [f"('c', {i}, {i / 3}, 's{i}')" for i in range(10)]
+    values += [f"('b', {i}, double('NaN'), 't{i}')" for i in (-4, 0, 8, 12)]
+    p.sql(f"INSERT INTO {BASE} VALUES {', '.join(values)}")
+    _refresh(p, "cut delta lists", recomputed=0)
+
+    # Walk the cut list of 'c' down from both ends until it must be recomputed.
+    p.sql(f"DELETE FROM {BASE} WHERE g = 'c' AND (x < 2 OR x > 7)")
+    _refresh(p, "both ends of a cut list deleted", recomputed=1)
+
+    # NaN is the largest double: deleting 'b's NaN rows exposes 2.0 again, and takes the
+    # listed x values -4 and 0 of 'b' with them (recompute of 'b' only); the NULL group
+    # loses its only x (a complete list: NULL, no recompute) and gains a -0.0.
+    p.sql(f"DELETE FROM {BASE} WHERE g = 'b' AND isnan(d)")
+    p.sql(f"DELETE FROM {BASE} WHERE g IS NULL AND x = 4")
+    p.sql(f"INSERT INTO {BASE} VALUES (NULL, NULL, -0.0, NULL), ('b', 3, 2.0, 'q')")
+    _refresh(p, "NaN deleted, NULL group emptied of values", recomputed=1)
