@@ -10,7 +10,9 @@ base table:
   unlisted values lie between (the bound: the inserted value must not enter the list);
 * a list emptied by deletes: exactly that group recomputed;
 * a delta with more values than are kept (cut) meeting a stored list;
-* NaN, infinities and -0.0 doubles, NULL arguments, a NULL group key, and string maxima.
+* NaN, infinities and -0.0 doubles (one value with 0.0), NULL arguments, a NULL group key,
+  and string maxima;
+* a state of the previous format (one value per MIN/MAX) is rebuilt, never read as lists.
 """
 
 from __future__ import annotations
@@ -93,17 +95,32 @@ def test_min_max_lists_follow_deletes_and_inserts(
     # group's list is cut; 'b' keeps its two 3s and gains values above and below.
     values = [f"('c', {i}, {i / 3}, 's{i}')" for i in range(10)]
     values += [f"('b', {i}, double('NaN'), 't{i}')" for i in (-4, 0, 8, 12)]
+    # 'z' holds 0.0 now; -0.0 joins it next round, then leaves in two deletes.
+    values += ["('z', 1, NULL, NULL)", "('z', 10, NULL, NULL)", "('z', 2, 0.0, NULL)"]
     p.sql(f"INSERT INTO {BASE} VALUES {', '.join(values)}")
     _refresh(p, "cut delta lists", recomputed=0)
 
     # Walk the cut list of 'c' down from both ends until it must be recomputed.
     p.sql(f"DELETE FROM {BASE} WHERE g = 'c' AND (x < 2 OR x > 7)")
+    p.sql(f"INSERT INTO {BASE} VALUES ('z', 3, -0.0, NULL), ('z', 4, -0.0, NULL)")
     _refresh(p, "both ends of a cut list deleted", recomputed=1)
 
     # NaN is the largest double: deleting 'b's NaN rows exposes 2.0 again, and takes the
     # listed x values -4 and 0 of 'b' with them (recompute of 'b' only); the NULL group
     # loses its only x (a complete list: NULL, no recompute) and gains a -0.0.
     p.sql(f"DELETE FROM {BASE} WHERE g = 'b' AND isnan(d)")
-    p.sql(f"DELETE FROM {BASE} WHERE g IS NULL AND x = 4")
+    p.sql(f"DELETE FROM {BASE} WHERE (g IS NULL AND x = 4) OR (g = 'z' AND x = 3)")
     p.sql(f"INSERT INTO {BASE} VALUES (NULL, NULL, -0.0, NULL), ('b', 3, 2.0, 'q')")
     _refresh(p, "NaN deleted, NULL group emptied of values", recomputed=1)
+
+    # -0.0 and 0.0 are one value of a list (counted once): when the last of the three
+    # leaves 'z', its min(d) and max(d) are NULL.
+    p.sql(f"DELETE FROM {BASE} WHERE g = 'z' AND x IN (2, 4)")
+    _refresh(p, "the last of 0.0 and -0.0 deleted", recomputed=0)
+
+    # A state of the previous format (MIN/MAX as one value, no lists) must never be read as
+    # lists: a model whose view says format 2 is rebuilt, and the log says why.
+    p.sql(f"ALTER VIEW {SCHEMA}.{MODEL} SET TBLPROPERTIES ('ivm.format' = '2')")
+    message = run_messages(p)[MODEL]
+    assert "built (its state was built in format 2" in message, message
+    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, "rebuilt from format 2")

@@ -73,10 +73,6 @@ class Target:
     def delta(self) -> str:
         return self._scratch("delta")
 
-    @property
-    def compacted(self) -> str:
-        return self._scratch("rows")
-
     def log(self, index: int) -> str:
         return self._scratch(f"log_{index}")
 
@@ -128,6 +124,8 @@ class FactsReader:
     timings: list[tuple[str, float]] = field(default_factory=list)
     # Parsed Iceberg metadata files by location (a file never changes once written).
     metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
+    # The state format the existing view was built with (None: not an ivm view).
+    found_format: str | None = None
 
     def _run(self, label: str, statement: str) -> None:
         start = time.monotonic()
@@ -264,7 +262,8 @@ class FactsReader:
     def _meta(self) -> dict | None:
         """The committed metadata row, or None when there is no readable ivm state."""
         props = self._properties(self.target.view)
-        if props.get("ivm.format") != FORMAT_VERSION:
+        self.found_format = props.get("ivm.format")
+        if self.found_format != FORMAT_VERSION:
             return None
         try:
             rows = self._fetch("meta", render.meta_sql(self.target.state))

@@ -147,6 +147,11 @@ class Maintainer(FactsReader):
             return "first run"
         if self.full_refresh:
             return "--full-refresh"
+        if meta is None and self.found_format not in (None, FORMAT_VERSION):
+            return (
+                f"its state was built in format {self.found_format} by another version of "
+                f"dbt-spark-ivm (this one keeps format {FORMAT_VERSION})"
+            )
         if meta is None:
             return f"the existing {self.existing} {self.target.view} has no ivm state"
         if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
@@ -346,12 +351,7 @@ class Maintainer(FactsReader):
             key_ranges = self._key_ranges(query, logs, counts)
             compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
             assert compacted is not None
-            source: exp.Select | str = compacted
-            if the_plan.ranked_rules:
-                # MIN/MAX lists read the delta rows a second time, per value: compute once.
-                source = self.target.compacted
-                self._compute_scratch("delta rows", source, compacted)
-            delta_select = render.delta_table_select(the_plan, source, state)
+            delta_select = render.delta_table_select(the_plan, compacted, state)
             self._compute_scratch("delta", self.target.delta, delta_select)
             stats = self._fetch("stats", render.stats_sql(self.target.delta))[0]
             inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)

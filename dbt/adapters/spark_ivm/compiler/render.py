@@ -214,53 +214,22 @@ def compacted_delta_select(
     return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)))
 
 
-def delta_values_select(plan: Plan, compacted: str, rule: ExtremeRule) -> exp.Select:
-    """Per key and distinct non-NULL argument value of `rule`: its net weight in the delta."""
-    arg = col(rule.arg_column)
-    keys = [col(k) for k in plan.key_columns]
-    select = (
-        exp.Select()
-        .select(*keys, exp.alias_(arg, VALUE, quoted=True))
-        .select(exp.alias_(template("SUM(:w)", w=col(WEIGHT)), WEIGHT_SUM, quoted=True))
-        .from_(table(compacted))
-        .where(exp.not_(exp.Is(this=arg.copy(), expression=exp.null())))
-        .group_by(*(k.copy() for k in keys), arg.copy())
-    )
-    return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)))
-
-
 def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> exp.Select:
     """Per key: the summed weight, each rule's delta helpers, and the stored row's flags.
 
-    `compacted` is the compacted delta's SELECT, or the scratch view holding it (required
-    when the plan has MIN/MAX rules, which read it a second time per value)."""
+    `compacted` is the compacted delta's SELECT, or a scratch view holding it."""
     w = col(WEIGHT)
     source = table(compacted) if isinstance(compacted, str) else exp.Subquery(this=compacted)
     agg = exp.Select().from_(exp.alias_(source, "__ivm_rows", table=True))
-    names = [*plan.key_columns, COUNT]
     for name in plan.key_columns:
         agg = agg.select(col(name))
     agg = agg.select(exp.alias_(template("SUM(:w)", w=w), COUNT, quoted=True))
     for rule in plan.rules:
         for name, node in rule.delta(w).items():
             agg = agg.select(exp.alias_(node, name, quoted=True))
-            names.append(name)
     if plan.key_columns:
         agg = agg.group_by(*(col(n) for n in plan.key_columns))
     agg = agg.having(template("COUNT(*) > 0"))
-    if plan.ranked_rules:
-        if not isinstance(compacted, str):
-            raise ValueError("MIN/MAX rules read the compacted delta from a scratch view")
-        lists = [
-            (
-                rule,
-                delta_values_select(plan, compacted, rule),
-                tuple(rule.delta_table_columns()[:2]),
-            )
-            for rule in plan.ranked_rules
-        ]
-        agg, names = _with_ranked_lists(plan, agg, names, lists, False)
-
     flags = [f for r in plan.rules if (f := r.needs_recompute("s", "d")) is not None]
     flag = exp.or_(*flags) if flags else exp.false()
     match = exp.and_(

@@ -76,9 +76,14 @@ class ExtremeRule(AggregateRule):
     def full(self) -> str:
         return self.name("full")
 
+    def _value_type(self) -> str:
+        # A NULL literal argument has type void, which no column can hold: it lists nothing.
+        return self.arg_type if self.arg_type and self.arg_type != "void" else "string"
+
     def list_type(self) -> exp.DataType:
-        value = self.arg_type or "string"
-        return exp.DataType.build(f"array<struct<v: {value}, n: bigint>>", dialect="spark")
+        return exp.DataType.build(
+            f"array<struct<v: {self._value_type()}, n: bigint>>", dialect="spark"
+        )
 
     def empty(self) -> exp.Expression:
         return exp.cast(template("ARRAY()"), self.list_type())
@@ -91,7 +96,36 @@ class ExtremeRule(AggregateRule):
         return {}
 
     def delta(self, w: exp.Expression) -> dict[str, exp.Expression]:
-        return {}
+        """The delta's first `keep` values with net weights, and whether more existed, in
+        the same aggregate as the group's other helpers (no shuffle of its own): the group's
+        (x, w) rows sorted in rank order, then one pass that sums runs of equal values, drops
+        zero sums, and stops listing after `keep` + 1 values (so O(rows * keep))."""
+        item = template(
+            "CASE WHEN :x IS NOT NULL THEN STRUCT(:x AS v, CAST(:w AS BIGINT) AS n) END",
+            x=col(self.arg_column), w=w,
+        )  # fmt: skip
+        rows = template("ARRAY_SORT(COLLECT_LIST(:i))", i=item)
+        if not self._is_min:
+            rows = exp.func("REVERSE", rows)
+        value = exp.DataType.build(self._value_type(), dialect="spark")
+        room = f"__ivm_acc.started AND __ivm_acc.cn <> 0 AND SIZE(__ivm_acc.l) <= {self.keep}"
+        flushed = (
+            f"IF({room}, CONCAT(__ivm_acc.l, ARRAY(STRUCT(__ivm_acc.cv AS v, __ivm_acc.cn AS n))),"
+            " __ivm_acc.l)"
+        )
+        listed = template(
+            "AGGREGATE(:rows, STRUCT(:empty AS l, :nothing AS cv, CAST(0 AS BIGINT) AS cn, "
+            "FALSE AS started), (__ivm_acc, __ivm_e) -> IF(__ivm_acc.started AND "
+            "__ivm_acc.cv <=> __ivm_e.v, STRUCT(__ivm_acc.l AS l, __ivm_acc.cv AS cv, "
+            "__ivm_acc.cn + __ivm_e.n AS cn, TRUE AS started), "
+            f"STRUCT({flushed} AS l, __ivm_e.v AS cv, __ivm_e.n AS cn, TRUE AS started)), "
+            f"__ivm_acc -> {flushed})",
+            rows=rows, empty=self.empty(), nothing=exp.cast(exp.null(), value),
+        )  # fmt: skip
+        return {
+            self.name("dtop"): template(f"SLICE(:l, 1, {self.keep})", l=listed),
+            self.name("dcut"): template(f"SIZE(:l) > {self.keep}", l=listed),
+        }
 
     def recomputed_names(self) -> list[str]:
         return [self.top, self.full]
@@ -171,14 +205,24 @@ class ExtremeRule(AggregateRule):
         dlist = col(self.name("dtop"), d)
         cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
         cmp = "<=" if self._is_min else ">="
+        # Distinct under `<=>`, the equality the counts use (ARRAY_DISTINCT may keep -0.0
+        # and 0.0 apart, which would count one value twice).
+        values = template(
+            "CONCAT(TRANSFORM(:l, __ivm_e -> __ivm_e.v), TRANSFORM(:d, __ivm_e -> __ivm_e.v))",
+            l=stored, d=dlist,
+        )  # fmt: skip
+        distinct = template(
+            "FILTER(:a, (__ivm_x, __ivm_i) -> NOT EXISTS(SLICE(:a, 1, __ivm_i), "
+            "__ivm_y -> __ivm_y <=> __ivm_x))",
+            a=values,
+        )  # fmt: skip
         counted = template(
-            "TRANSFORM(ARRAY_DISTINCT(CONCAT(TRANSFORM(:l, __ivm_e -> __ivm_e.v), "
-            "TRANSFORM(:d, __ivm_e -> __ivm_e.v))), __ivm_x -> STRUCT(__ivm_x AS v, "
+            "TRANSFORM(:vals, __ivm_x -> STRUCT(__ivm_x AS v, "
             "AGGREGATE(:l, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
             "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) + "
             "AGGREGATE(:d, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
             "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) AS n))",
-            l=stored, d=dlist,
+            vals=distinct, l=stored, d=dlist,
         )  # fmt: skip
         kept = template(
             "FILTER(:c, __ivm_e -> __ivm_e.n > 0 "
