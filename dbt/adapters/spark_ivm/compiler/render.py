@@ -214,10 +214,13 @@ def compacted_delta_select(
     return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)))
 
 
-def delta_table_select(plan: Plan, compacted: exp.Select, state: str) -> exp.Select:
-    """Per key: the summed weight, each rule's delta helpers, and the stored row's flags."""
+def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> exp.Select:
+    """Per key: the summed weight, each rule's delta helpers, and the stored row's flags.
+
+    `compacted` is the compacted delta's SELECT, or a scratch view holding it."""
     w = col(WEIGHT)
-    agg = exp.Select().from_(exp.alias_(exp.Subquery(this=compacted), "__ivm_rows", table=True))
+    source = table(compacted) if isinstance(compacted, str) else exp.Subquery(this=compacted)
+    agg = exp.Select().from_(exp.alias_(source, "__ivm_rows", table=True))
     for name in plan.key_columns:
         agg = agg.select(col(name))
     agg = agg.select(exp.alias_(template("SUM(:w)", w=w), COUNT, quoted=True))

@@ -96,11 +96,10 @@ class ExtremeRule(AggregateRule):
         return {}
 
     def delta(self, w: exp.Expression) -> dict[str, exp.Expression]:
-        """`dlist`: the delta's first `keep` + 1 values with net weights (more than `keep`
-        means values were cut), in the same aggregate as the group's other helpers (no
-        shuffle of its own): the group's (x, w) rows sorted in rank order, then one pass that
-        sums runs of equal values, drops zero sums, and stops listing after `keep` + 1 values
-        (so O(rows * keep)). One column, so that the pass runs once per group."""
+        """The delta's first `keep` values with net weights, and whether more existed, in
+        the same aggregate as the group's other helpers (no shuffle of its own): the group's
+        (x, w) rows sorted in rank order, then one pass that sums runs of equal values, drops
+        zero sums, and stops listing after `keep` + 1 values (so O(rows * keep))."""
         item = template(
             "CASE WHEN :x IS NOT NULL THEN STRUCT(:x AS v, CAST(:w AS BIGINT) AS n) END",
             x=col(self.arg_column), w=w,
@@ -123,16 +122,22 @@ class ExtremeRule(AggregateRule):
             f"__ivm_acc -> {flushed})",
             rows=rows, empty=self.empty(), nothing=exp.cast(exp.null(), value),
         )  # fmt: skip
-        return {self.name("dlist"): listed}
+        return {
+            self.name("dtop"): template(f"SLICE(:l, 1, {self.keep})", l=listed),
+            self.name("dcut"): template(f"SIZE(:l) > {self.keep}", l=listed),
+        }
 
     def recomputed_names(self) -> list[str]:
         return [self.top, self.full]
 
+    def delta_table_columns(self) -> list[str]:
+        return [self.name("dtop"), self.name("dcut"), self.name("mtop"), self.name("mfull")]
+
     # -- per-value lists ----------------------------------------------------------------
-    def ranked_select(self, values: exp.Select, key_columns: list[str]) -> exp.Select:
+    def ranked_select(self, values: exp.Select, key_columns: list[str], prefix: str) -> exp.Select:
         """Per key: the first `keep` values of `values` (rows: keys, VALUE, WEIGHT_SUM with one
         row per distinct value) in rank order, and whether more existed. Columns:
-        `__ivm_top`, `__ivm_cut` (TRUE when values were left out)."""
+        `<prefix>top`, `<prefix>cut` (TRUE when values were left out)."""
         order = exp.Ordered(this=col(VALUE), desc=not self._is_min, nulls_first=self._is_min)
         window = exp.Window(
             this=exp.RowNumber(),
@@ -154,10 +159,10 @@ class ExtremeRule(AggregateRule):
             .select(*(col(k) for k in key_columns))
             .select(
                 exp.alias_(
-                    template(f"SLICE(:l, 1, {self.keep})", l=listed), "__ivm_top", quoted=True
+                    template(f"SLICE(:l, 1, {self.keep})", l=listed), f"{prefix}top", quoted=True
                 )
             )
-            .select(exp.alias_(template(f"COUNT(*) > {self.keep}"), "__ivm_cut", quoted=True))
+            .select(exp.alias_(template(f"COUNT(*) > {self.keep}"), f"{prefix}cut", quoted=True))
             .from_(exp.alias_(exp.Subquery(this=ranked), "__ivm_ranked", table=True))
             .where(template(f":r <= {self.keep + 1}", r=col(RANK)))
         )
@@ -176,7 +181,7 @@ class ExtremeRule(AggregateRule):
         value left out) when `as_full`, else `cut` (values left out). A key without values
         gets an empty list."""
         alias = f"__ivm_l{self.index}"
-        ranked = self.ranked_select(values, key_columns)
+        ranked = self.ranked_select(values, key_columns, "__ivm_")
         cut = exp.func("COALESCE", col("__ivm_cut", alias), exp.false())
         listed, flag = names
         return select.select(
@@ -197,9 +202,8 @@ class ExtremeRule(AggregateRule):
         """(the kept values with their new counts, unsorted; the new `full`)."""
         stored = exp.func("COALESCE", col(self.top, s), self.empty())
         full = exp.func("COALESCE", col(self.full, s), exp.true())
-        listed = col(self.name("dlist"), d)
-        dlist = template(f"SLICE(:l, 1, {self.keep})", l=listed)
-        cut = template(f"COALESCE(SIZE(:l) > {self.keep}, FALSE)", l=listed)
+        dlist = col(self.name("dtop"), d)
+        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
         cmp = "<=" if self._is_min else ">="
         # Distinct under `<=>`, the equality the counts use (ARRAY_DISTINCT may keep -0.0
         # and 0.0 apart, which would count one value twice).
@@ -241,9 +245,12 @@ class ExtremeRule(AggregateRule):
         }
 
     def needs_recompute(self, s: str, d: str) -> exp.Expression | None:
-        # Nothing kept, and the list was not known to be complete.
-        kept, new_full = self._counted(s, d)
-        return template("SIZE(:k) = 0 AND NOT :f", k=kept, f=new_full)
+        # Nothing kept and the list was not known to be complete (an empty list is at most
+        # `keep` long, so `full'` reduces to `full AND NOT cut`).
+        kept, _ = self._counted(s, d)
+        full = exp.func("COALESCE", col(self.full, s), exp.true())
+        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
+        return template("SIZE(:k) = 0 AND NOT (:f AND NOT :cut)", k=kept, f=full, cut=cut)
 
     def merged(self, s: str, d: str) -> dict[str, exp.Expression]:
         flag = col(RECOMPUTE_FLAG, d)

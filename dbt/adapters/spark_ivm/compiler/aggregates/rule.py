@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.delta import WEIGHT
 from dbt.adapters.spark_ivm.compiler.ir import Aggregate
 from dbt.adapters.spark_ivm.compiler.templates import col
 
@@ -83,8 +82,8 @@ class AggregateRule:
         return list(self.recompute())
 
     def delta_table_columns(self) -> list[str]:
-        """The columns this rule adds to the delta table (`delta` and `joined`)."""
-        return [*self.delta(col(WEIGHT)), *self.joined("s", "d")]
+        """The columns this rule adds to the delta table."""
+        return list(self.delta(col("__ivm_w")))
 
     def joined(self, s: str, d: str) -> dict[str, exp.Expression]:
         """Columns computed where the aggregated delta `d` meets the stored row `s`."""
