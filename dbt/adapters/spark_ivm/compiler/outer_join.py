@@ -116,6 +116,28 @@ def _in_keys(keys: exp.Expression, exprs: list[exp.Expression]) -> exp.Expressio
     return exp.Exists(this=sub)
 
 
+def _keyed_source(
+    renderer: TermRenderer,
+    index: int,
+    version: str,
+    keys: exp.Expression,
+    exprs: list[exp.Expression],
+) -> exp.Expression:
+    """Input `index` at `version` restricted to the affected keys K (its key expressions
+    `exprs` null-safely in K), aliased as in the model.
+
+    Only rows whose key is in K can match a padded candidate (whose own key is in K), so the
+    anti join reads K's slice of the other side: Spark has no index, but the slice is
+    filtered by a broadcast semi join before the anti join's shuffle, not after it.
+    Example: customers c LEFT JOIN orders o ON o.cust = c.id, K = {7}: the NOT EXISTS reads
+    `orders WHERE cust IN K` (a few rows), not all orders.
+    """
+    alias = renderer.query.inputs[index].alias
+    inner = exp.Select().select(exp.Star()).from_(renderer.source(index, version))
+    inner = inner.where(_in_keys(keys, exprs))
+    return exp.alias_(exp.Subquery(this=inner), alias, table=True, quoted=True)
+
+
 def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Term]) -> list[Term]:
     """The padded-row terms of d(N_(k-1) <outer> S_k) for step k (see the module docstring)."""
     k = step.index
@@ -128,26 +150,31 @@ def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Ter
             no_match = (
                 exp.Select()
                 .select(exp.Literal.number(1))
-                .from_(renderer.source(k, version))
+                .from_(_keyed_source(renderer, k, version, keys, rights))
                 .where(step.on.copy())
             )
             terms.append(
                 Term(
                     base=("prefix", k - 1, version),
                     padded=frozenset({k}),
-                    filters=(exp.Not(this=exp.Exists(this=no_match)), _in_keys(keys, lefts)),
+                    filters=(_in_keys(keys, lefts), exp.Not(this=exp.Exists(this=no_match))),
                     sign=sign,
                 )
             )
         if step.kind in (JoinKind.RIGHT, JoinKind.FULL):
             # Rows of S_k with no match in the chain so far at this version.
-            no_match = renderer.prefix_from(k - 1, version).select(exp.Literal.number(1))
+            if k == 1:
+                # The chain so far is one input: read its slice of K, as for LEFT above.
+                first = _keyed_source(renderer, 0, version, keys, lefts)
+                no_match = exp.Select().select(exp.Literal.number(1)).from_(first)
+            else:
+                no_match = renderer.prefix_from(k - 1, version).select(exp.Literal.number(1))
             no_match = no_match.where(step.on.copy())
             terms.append(
                 Term(
                     base=("leaf", k, version),
                     padded=frozenset(range(k)),
-                    filters=(exp.Not(this=exp.Exists(this=no_match)), _in_keys(keys, rights)),
+                    filters=(_in_keys(keys, rights), exp.Not(this=exp.Exists(this=no_match))),
                     sign=sign,
                 )
             )
