@@ -9,6 +9,7 @@ import pytest
 from ivm_harness.families import FAMILIES
 from ivm_harness.runner import Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
+from targets import stop_shared
 
 _CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 _REPORT_KEY = pytest.StashKey[HarnessReport]()
@@ -60,6 +61,11 @@ def harness_report(request: pytest.FixtureRequest, harness: Harness) -> HarnessR
     report = harness.run_rounds()
     request.config.stash[_REPORT_KEY] = report
     return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the loopback Spark cluster if a test started one (`targets.shared_cluster`)."""
+    stop_shared()
 
 
 def pytest_terminal_summary(

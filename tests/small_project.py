@@ -1,40 +1,59 @@
-"""A throwaway dbt project on the shared in-process Spark, for tests that need their own models."""
+"""A throwaway dbt project for tests that need their own models.
+
+It runs on the target `IVM_TEST_TARGET` names (`targets.py`: the process's embedded Spark by
+default, or a Thrift server); dbt runs in-process, and the test's own SQL (setup and checks)
+goes through a dbt connection of the same profile, so the same test runs on both.
+"""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from dbt.cli.main import dbtRunner
+from ivm_harness.connection import SqlConnection
+from targets import default_target, profile_output
 
 
 class SmallProject:
-    """`dbt_project.yml` + `profiles.yml` (type spark_ivm, session) in `root`, models written by
-    the test; dbt runs in-process, SQL for setup and checks goes to the process's Spark."""
+    """`dbt_project.yml` + `profiles.yml` (type spark_ivm) in `root`, models written by the test.
 
-    def __init__(self, root: Path, name: str, schema: str) -> None:
+    Args:
+        root: the project folder.
+        name: project and profile name.
+        schema: the models' schema.
+        target: `session`, `thrift` or `thrift://host:port` (default: `IVM_TEST_TARGET`).
+    """
+
+    def __init__(self, root: Path, name: str, schema: str, target: str | None = None) -> None:
         self.root = root
+        self.target = target or default_target()
         self.runner = dbtRunner()
         (root / "models").mkdir(parents=True, exist_ok=True)
         (root / "dbt_project.yml").write_text(
             f"name: {name}\nversion: '1.0'\nconfig-version: 2\nprofile: {name}\n"
         )
-        (root / "profiles.yml").write_text(
-            f"{name}:\n  target: dev\n  outputs:\n    dev:\n      type: spark_ivm\n"
-            f"      method: session\n      host: localhost\n      schema: {schema}\n"
-            # Several models refresh at once, as in the harness (and in users' projects).
-            "      threads: 4\n"
-            f"      ivm_home: {root / '.spark_ivm'}\n"
+        # Several models refresh at once, as in the harness (and in users' projects).
+        self.output: dict[str, Any] = profile_output(
+            self.target, schema, root / ".spark_ivm", threads=4
         )
+        profile = {name: {"target": "dev", "outputs": {"dev": self.output}}}
+        (root / "profiles.yml").write_text(json.dumps(profile, indent=2) + "\n")
+        self._conn: SqlConnection | None = None
+
+    @property
+    def conn(self) -> SqlConnection:
+        """SQL on a dbt connection of this project's profile (opened on first use)."""
+        if self._conn is None:
+            self._conn = SqlConnection(self.output)
+        return self._conn
 
     def start_spark(self) -> None:
-        """Let dbt start the process's Spark (`dbt debug`) unless it runs already, so that setup
-        SQL goes to the session the adapter configured (an in-process suite starts it once)."""
-        from pyspark import SparkContext
-
-        if SparkContext._active_spark_context is None:
-            result = self.dbt("debug")
-            assert result.success, f"dbt debug failed: {result.exception}"
+        """Open the project's connection: with `method: session` this starts the process's
+        Spark as the adapter configures it (an in-process suite starts it once)."""
+        self.conn.query("SELECT 1")
 
     def model(self, name: str, select: str) -> None:
         (self.root / "models" / f"{name}.sql").write_text(
@@ -47,9 +66,8 @@ class SmallProject:
         )
 
     def sql(self, statement: str) -> list[tuple]:
-        from pyspark.sql import SparkSession
-
-        return [tuple(r) for r in SparkSession.builder.getOrCreate().sql(statement).collect()]
+        """Run any statement on the project's dbt connection; its rows, if it returns any."""
+        return self.conn.run(statement)
 
     def bag(self, statement: str) -> Counter:
         return Counter(self.sql(statement))

@@ -1,6 +1,6 @@
 """The harness can fail: `check_relation` on deliberately wrong relations, on the real Spark.
 
-Uses the shared harness Spark (no extra start-up) and temporary views only.
+Uses the harness's SQL connection (no extra start-up) and temporary views only.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _view(harness: Harness, name: str, body: str) -> str:
 def test_correct_relation_passes(harness: Harness) -> None:
     """A faithful copy (floats summed in another order) is equal."""
     view = _view(harness, "selfcheck_ok", f"select * from ({SQL}) order by k desc")
-    result = check_relation(harness.spark, view, SQL)
+    result = check_relation(harness.conn, view, SQL)
     assert result.ok, result.problems
 
 
@@ -35,7 +35,7 @@ def test_wrong_rows_are_reported(harness: Harness) -> None:
         union all select 'zz', 1L, 1.0D, cast(1 as decimal(20,2))
         union all select * from ({SQL}) where k = 'a'
     """
-    result = check_relation(harness.spark, _view(harness, "selfcheck_rows", body), SQL)
+    result = check_relation(harness.conn, _view(harness, "selfcheck_rows", body), SQL)
     assert not result.ok
     text = "\n".join(result.problems)
     assert "MISSING from the relation" in text and "'b'" in text
@@ -51,7 +51,7 @@ def test_float_difference_beyond_tolerance_is_reported(harness: Harness) -> None
                case when k is null then cast(0 as decimal(20,2)) else sd end as sd
         from ({SQL})
     """
-    result = check_relation(harness.spark, _view(harness, "selfcheck_float", body), SQL)
+    result = check_relation(harness.conn, _view(harness, "selfcheck_float", body), SQL)
     assert not result.ok
     assert result.diff is not None and len(result.diff.missing) == 2
 
@@ -67,6 +67,6 @@ def test_float_difference_beyond_tolerance_is_reported(harness: Harness) -> None
 )
 def test_schema_differences_are_reported(harness: Harness, body: str, expected: str) -> None:
     """Wrong Spark types, column order and visible `__ivm_` columns all fail."""
-    result = check_relation(harness.spark, _view(harness, "selfcheck_schema", body), SQL)
+    result = check_relation(harness.conn, _view(harness, "selfcheck_schema", body), SQL)
     assert not result.ok
     assert any(expected in p for p in result.problems), result.problems

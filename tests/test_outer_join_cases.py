@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from small_project import SmallProject
@@ -115,12 +116,14 @@ def _tables(case: Case) -> tuple[str, str]:
     return f"{SCHEMA}.{case.name}_outer", f"{SCHEMA}.{case.name}_inner"
 
 
-@pytest.fixture(scope="module")
-def refreshed(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    r = SmallProject(tmp_path_factory.mktemp("outer_cases"), "outer_cases", SCHEMA)
+def build_and_refresh(root: Path, target: str | None = None) -> SmallProject:
+    """Every case's tables and model, one build, the cases' changes, one refresh; on `target`
+    (default `IVM_TEST_TARGET`; `test_thrift_cluster.py` runs the same through thrift)."""
+    r = SmallProject(root, "outer_cases", SCHEMA, target=target)
     for case in CASES:
         r.model(case.name, _sql(case))
-    assert r.dbt("debug").success
+    debug = r.dbt("debug")
+    assert debug.success, debug.exception
     r.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     for case in CASES:
         o, i = _tables(case)
@@ -143,12 +146,21 @@ def refreshed(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     return r
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_outer_join_case(case: Case, refreshed: SmallProject) -> None:
-    r = refreshed
+def check_case(case: Case, r: SmallProject) -> None:
+    """The case's model refreshed, equals a fresh run of its SQL, and its slice is as expected."""
     assert r.messages[case.name].startswith("refreshed"), r.messages[case.name]
     relation = r.bag(f"SELECT * FROM {SCHEMA}.{case.name}")
     expected = r.bag(_sql(case))
     assert relation == expected, f"missing {expected - relation}, extra {relation - expected}"
     slice_rows = Counter(row[3] for row in relation.elements() if row[0] == case.slice_pk)
     assert slice_rows == case.slice_after, slice_rows
+
+
+@pytest.fixture(scope="module")
+def refreshed(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    return build_and_refresh(tmp_path_factory.mktemp("outer_cases"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_outer_join_case(case: Case, refreshed: SmallProject) -> None:
+    check_case(case, refreshed)

@@ -1,7 +1,8 @@
 """The generated dbt project of the harness, and in-process dbt invocations.
 
-dbt runs inside the test process (`dbtRunner`), so the SparkSession that the adapter creates
-in session mode is a process singleton shared by every invocation and by the harness itself.
+dbt runs inside the test process (`dbtRunner`). In session mode the SparkSession that the adapter
+creates is a process singleton shared by every invocation and by the harness's own SQL
+connection; with `method: thrift` all of them are sessions of the Thrift server.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ class DbtProject:
         base_schema: schema of the base tables.
         ivm_home: the plugin's home directory (warehouse and metastore).
         threads: dbt threads.
+        output: the profile output to use instead of the embedded session one (e.g.
+            `method: thrift`, from `targets.profile_output`); `schema` and `threads` as above.
     """
 
     def __init__(
@@ -111,6 +114,7 @@ class DbtProject:
         base_schema: str,
         ivm_home: Path,
         threads: int,
+        output: dict[str, Any] | None = None,
     ) -> None:
         """Remember the layout; call `write()` to create the files."""
         self.root = root
@@ -122,11 +126,14 @@ class DbtProject:
         self.base_schema = base_schema
         self.ivm_home = ivm_home
         self.threads = threads
+        self.output = output
 
     # ---------------------------------------------------------------------------- files
 
-    def profile(self) -> dict[str, Any]:
-        """The profiles.yml content."""
+    def profile_output(self) -> dict[str, Any]:
+        """The profile's one output (what the models and the harness's own SQL connect with)."""
+        if self.output is not None:
+            return {**self.output, "schema": self.target_schema, "threads": self.threads}
         output: dict[str, Any] = {
             "type": self.adapter_type,
             "method": "session",
@@ -138,7 +145,11 @@ class DbtProject:
             output["ivm_home"] = str(self.ivm_home)
         else:
             output["server_side_parameters"] = plain_spark_parameters(self.ivm_home)
-        return {PROJECT_NAME: {"target": "dev", "outputs": {"dev": output}}}
+        return output
+
+    def profile(self) -> dict[str, Any]:
+        """The profiles.yml content."""
+        return {PROJECT_NAME: {"target": "dev", "outputs": {"dev": self.profile_output()}}}
 
     def model_sql(self, family: Family) -> str:
         """The model file of a family: a config() line and the SELECT."""
@@ -180,7 +191,8 @@ class DbtProject:
             (self.root / "models" / f"{fam.name}.sql").write_text(self.model_sql(fam))
         (self.root / "macros" / "ivm_harness.sql").write_text(
             "{% macro ivm_harness_bootstrap(base_schema) %}\n"
-            "  {% do run_query('create schema if not exists ' ~ base_schema) %}\n"
+            # not run_query: over thrift PyHive cannot fetch a DDL's empty result
+            "  {% do adapter.execute('create schema if not exists ' ~ base_schema) %}\n"
             "{% endmacro %}\n"
         )
 

@@ -17,16 +17,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import datagen
 from .compare import BagDiff, compare_bags, format_diff, format_rows, row_sort_key
+from .connection import SqlConnection
 from .project import DbtProject, InvocationResult, ModelResult
 from .spec import Family, Table, check_unique_names, collect_tables
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.types import StructType
 
 MIN_MAX_KEEP_ENV = "DBT_SPARK_IVM_MIN_MAX_KEEP"
 MIN_MAX_KEEP = (1, 2, 3, 16)  # per round, seeded: values a MIN/MAX state lists per group
@@ -67,6 +64,8 @@ class HarnessConfig:
         corrupt: `IVM_HARNESS_CORRUPT=<family>[:<round>]`: after that round's dbt run, insert
             a wrong row into that family's relation (only works when it is a table), to see
             the harness fail.
+        target: `IVM_TEST_TARGET`: `session` (embedded Spark, default), `thrift` (a loopback
+            cluster started for the run) or `thrift://host:port` (see `tests/targets.py`).
     """
 
     seed: int
@@ -75,6 +74,7 @@ class HarnessConfig:
     adapter_type: str = "spark_ivm"
     threads: int = 4
     corrupt: tuple[str, int] | None = None
+    target: str = "session"
 
     @classmethod
     def from_env(cls, seed: int | None = None) -> HarnessConfig:
@@ -93,6 +93,7 @@ class HarnessConfig:
             adapter_type=env.get("IVM_HARNESS_ADAPTER", "spark_ivm"),
             threads=int(env.get("IVM_HARNESS_THREADS", "4")),
             corrupt=corrupt,
+            target=env.get("IVM_TEST_TARGET", "").strip() or "session",
         )
 
 
@@ -208,42 +209,43 @@ class CheckResult:
 # ------------------------------------------------------------------------------------------------
 
 
-def _float_positions(schema: StructType) -> list[int]:
-    """Positions of float/double columns (compared with a tolerance)."""
-    return [i for i, f in enumerate(schema.fields) if f.dataType.typeName() in ("double", "float")]
+FLOAT_TYPES = ("double", "float")
 
 
-def check_relation(spark: SparkSession, relation: str, sql: str) -> CheckResult:
-    """Compare `relation` with a fresh run of `sql`: columns, Spark types, rows as bags."""
+def check_relation(conn: SqlConnection, relation: str, sql: str) -> CheckResult:
+    """Compare `relation` with a fresh run of `sql`: columns, Spark types, rows as bags.
+
+    Everything goes through SQL on `conn` (a dbt connection of the models' profile), so the
+    check reads what a user of that connection reads, session or thrift alike.
+    """
     problems: list[str] = []
     try:
-        expected_df = spark.sql(sql)
+        exp_schema = conn.describe(sql)
+        expected = conn.query(sql)
     except Exception as exc:  # noqa: BLE001 - report whatever Spark says
         return CheckResult([f"the model SELECT itself fails: {exc}"], [], None)
     try:
-        actual_df = spark.table(relation)
+        act_schema = conn.describe(f"SELECT * FROM {relation}")
+        actual = conn.query(f"SELECT * FROM {relation}")
     except Exception as exc:  # noqa: BLE001
         return CheckResult([f"cannot read relation {relation}: {exc}"], [], None)
-    exp_schema, act_schema = expected_df.schema, actual_df.schema
-    exp_cols = [f.name for f in exp_schema.fields]
-    act_cols = [f.name for f in act_schema.fields]
+    exp_cols = [c.name for c in exp_schema]
+    act_cols = [c.name for c in act_schema]
     hidden = [c for c in act_cols if c.lower().startswith(HIDDEN_PREFIX)]
     if hidden:
         problems.append(f"relation shows hidden columns: {hidden}")
     if exp_cols != act_cols:
         problems.append(f"column names differ:\n  SELECT:   {exp_cols}\n  relation: {act_cols}")
     else:
-        for ef, af in zip(exp_schema.fields, act_schema.fields, strict=True):
-            if ef.dataType != af.dataType:
-                problems.append(
-                    f"column {ef.name}: SELECT type {ef.dataType.simpleString()}, "
-                    f"relation type {af.dataType.simpleString()}"
-                )
-    expected = [tuple(r) for r in expected_df.collect()]
-    actual = [tuple(r) for r in actual_df.collect()]
+        for ec, ac in zip(exp_schema, act_schema, strict=True):
+            if ec.type != ac.type:
+                problems.append(f"column {ec.name}: SELECT type {ec.type}, relation type {ac.type}")
     diff: BagDiff | None = None
     if len(exp_cols) == len(act_cols):
-        floats = sorted(set(_float_positions(exp_schema)) | set(_float_positions(act_schema)))
+        floats = sorted(
+            {i for i, c in enumerate(exp_schema) if c.type in FLOAT_TYPES}
+            | {i for i, c in enumerate(act_schema) if c.type in FLOAT_TYPES}
+        )
         diff = compare_bags(expected, actual, floats)
         if not diff.equal:
             problems.append(
@@ -256,16 +258,6 @@ def check_relation(spark: SparkSession, relation: str, sql: str) -> CheckResult:
             f"relation holds {len(actual)}"
         )
     return CheckResult(problems, exp_cols, diff)
-
-
-def spark_session() -> SparkSession:
-    """The process's SparkSession, as started by the adapter (never a new one)."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    if SparkContext._active_spark_context is None:
-        raise HarnessError("no SparkContext: the dbt adapter did not start Spark in this process")
-    return SparkSession.builder.getOrCreate()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -282,6 +274,8 @@ class Harness:
         workdir: an empty directory for the dbt project and the ivm home.
         all_tables: every table any family declares; which tables change in a round is drawn
             from this list, so running a subset of families replays the same data.
+        output: the profile output of `config.target` when it is not the embedded session
+            (`targets.profile_output`); the models and the harness's own SQL use it.
     """
 
     def __init__(
@@ -290,6 +284,7 @@ class Harness:
         config: HarnessConfig,
         workdir: Path,
         all_tables: Sequence[Table] | None = None,
+        output: dict[str, Any] | None = None,
     ) -> None:
         """Prepare the project layout (nothing runs yet)."""
         check_unique_names(families)
@@ -298,6 +293,12 @@ class Harness:
         self.workdir = workdir
         self.tables = collect_tables(self.families)
         self.all_table_names = sorted({t.name for t in (all_tables or self.tables)})
+        if output is None and config.target != "session":
+            from targets import profile_output  # tests/targets.py: starts a loopback cluster
+
+            output = profile_output(
+                config.target, TARGET_SCHEMA, workdir / "ivm_home", config.threads
+            )
         self.project = DbtProject(
             workdir / "project",
             self.families,
@@ -308,35 +309,35 @@ class Harness:
             base_schema=BASE_SCHEMA,
             ivm_home=workdir / "ivm_home",
             threads=config.threads,
+            output=None if output is None else dict(output),
         )
         self.changes_file = self.project.root / "changes.sql"
-        self._spark: SparkSession | None = None
+        self._conn: SqlConnection | None = None
         self.report = HarnessReport(
             seed=config.seed, workdir=self.project.root, families=[f.name for f in self.families]
         )
 
-    # ---------------------------------------------------------------------------- spark
+    # ---------------------------------------------------------------------------- sql
 
     @property
-    def spark(self) -> SparkSession:
-        """The shared SparkSession (after `setup`)."""
-        if self._spark is None:
+    def conn(self) -> SqlConnection:
+        """SQL on dbt connections of the models' profile (after `setup`)."""
+        if self._conn is None:
             raise HarnessError("harness not set up")
-        return self._spark
+        return self._conn
 
-    def sql(self, statement: str) -> list[Any]:
-        """Run one statement on the shared session and return its rows."""
-        return self.spark.sql(statement).collect()
+    def sql(self, statement: str) -> None:
+        """Run one statement (DDL/DML) on a dbt connection."""
+        self.conn.execute(statement)
 
     def rows(self, table: Table) -> list[datagen.Row]:
         """Current rows of a base table, sorted (scan order varies; replays must not)."""
-        rows = [tuple(r) for r in self.spark.table(f"{BASE_SCHEMA}.{table.name}").collect()]
+        rows = self.conn.query(f"SELECT * FROM {BASE_SCHEMA}.{table.name}")
         return sorted(rows, key=row_sort_key)
 
     def _exists(self, relation: str) -> bool:
         """Whether `schema.name` exists (table or view)."""
-        schema, _, name = relation.rpartition(".")
-        return bool(self.spark.catalog.tableExists(name, schema or None))
+        return self.conn.exists(relation)
 
     def _log(self, text: str) -> None:
         with self.changes_file.open("a") as fh:
@@ -354,9 +355,7 @@ class Harness:
             raise HarnessError(
                 f"dbt bootstrap (run-operation) failed: {res.error}; see {self.project.root}/logs"
             )
-        self._spark = spark_session()
-        self.spark.conf.set("spark.sql.shuffle.partitions", "4")
-        self.spark.sparkContext.setLogLevel("ERROR")
+        self._conn = SqlConnection(self.project.profile_output())
         self._log("-- setup")
         for table in self.tables:
             self.sql(f"DROP TABLE IF EXISTS {BASE_SCHEMA}.{table.name}")
@@ -430,7 +429,7 @@ class Harness:
         elif result.status not in ("success", "pass"):
             problems = [f"dbt run of the model: {result.status}: {result.message}"]
             if result.compiled_sql and self._exists(result.relation):
-                check = check_relation(self.spark, result.relation, result.compiled_sql)
+                check = check_relation(self.conn, result.relation, result.compiled_sql)
                 problems.append(
                     "the relation nevertheless matches its SELECT"
                     if check.ok
@@ -439,7 +438,7 @@ class Harness:
         elif not result.compiled_sql:
             problems = ["dbt returned no compiled SQL for the model"]
         else:
-            problems = check_relation(self.spark, result.relation, result.compiled_sql).problems
+            problems = check_relation(self.conn, result.relation, result.compiled_sql).problems
         if not problems:
             return None
         sql = result.compiled_sql if result is not None else None
@@ -453,16 +452,18 @@ class Harness:
         c = self.config
         rounds = len(round_kinds(c.rounds)) - 1
         table_names = [t.name for t in family.tables]
+        target = "" if c.target == "session" else f"IVM_TEST_TARGET={c.target} "
         parts = [
             f"family {family.name}: round {log.number} of {rounds} ({log.kind}), seed {c.seed}",
             (
-                f"replay: IVM_SEED={c.seed} IVM_ROUNDS={c.rounds} IVM_HARNESS_THREADS={c.threads} "
+                f"replay: {target}IVM_SEED={c.seed} IVM_ROUNDS={c.rounds} "
+                f"IVM_HARNESS_THREADS={c.threads} "
                 ".venv/bin/pytest "
                 f"tests/test_differential.py -k '{family.name}'"
             ),
             (
                 f"relation {TARGET_SCHEMA}.{family.name} (materialized={c.materialization}, "
-                f"adapter {c.adapter_type})"
+                f"adapter {c.adapter_type}, target {c.target})"
             ),
             "",
             *problems,

@@ -1,0 +1,306 @@
+"""A Spark cluster on loopback, from the pyspark install: standalone master, one worker and a
+Spark Thrift server whose catalog is Iceberg (the plugin's embedded settings), with warehouse
+and Derby metastore in a temporary folder.
+
+`LoopbackCluster.start()` starts the three processes on free ports, waits until the worker has
+registered and the Thrift server answers a query, and `stop()` ends them (each in its own
+process group, so their children go too). Use it as a context manager; `stop()` also runs at
+interpreter exit, so a failing test run never leaves them behind.
+
+Sized for a 2-core machine: the worker offers 3 task slots and 3 GiB, the Thrift server's
+application takes 2 of them (`spark.cores.max`), so a `method: session` driver pointed at the
+same master (`spark.master: spark://...`) still gets one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+from dbt.adapters.spark_ivm import embedded
+
+HOST = "127.0.0.1"
+THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+#: Seconds to wait for each process to come up (the Thrift server creates a Derby metastore).
+START_TIMEOUT = 240
+
+
+class ClusterError(RuntimeError):
+    """The loopback cluster could not be started (the message says which part and why)."""
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def spark_home() -> Path:
+    """The pyspark install, which ships bin/spark-class, bin/spark-submit and every jar."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def java_problem() -> str | None:
+    """Why Spark cannot start here (no Java), or None."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return None
+    if shutil.which("java"):
+        return None
+    return (
+        "no Java: the loopback Spark cluster (standalone master, worker, Thrift server) needs "
+        "Java 17 on PATH or JAVA_HOME"
+    )
+
+
+def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
+    """The Thrift server's Spark settings: the embedded session's catalog settings (Iceberg
+    SparkSessionCatalog on a Derby metastore under `home`), the cluster as master."""
+    params = embedded.session_parameters(home, {"spark.jars": ""})
+    for key in ("spark.jars", "spark.driver.memory", "spark.app.name"):
+        params.pop(key, None)
+    params.update(
+        {
+            "spark.master": master,
+            "spark.app.name": "spark-ivm-thrift-server",
+            "spark.cores.max": "2",
+            "spark.executor.cores": "2",
+            "spark.executor.memory": "1g",
+        }
+    )
+    return params
+
+
+@dataclass
+class LoopbackCluster:
+    """Master, worker and Thrift server under `root` (logs, warehouse, metastore, work dirs)."""
+
+    root: Path
+    worker_cores: int = 3
+    worker_memory: str = "3g"
+    driver_memory: str = "2g"
+    master_port: int = 0
+    master_web_port: int = 0
+    thrift_port: int = 0
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{HOST}:{self.master_port}"
+
+    @property
+    def home(self) -> Path:
+        """The Thrift server's warehouse and metastore live here."""
+        return self.root / "server_home"
+
+    def log_path(self, name: str) -> Path:
+        return self.root / "logs" / f"{name}.log"
+
+    def thrift_profile(self, schema: str, threads: int = 4) -> dict[str, Any]:
+        """A profiles.yml output for `method: thrift` against this cluster's Thrift server."""
+        return {
+            "type": "spark_ivm",
+            "method": "thrift",
+            "host": HOST,
+            "port": self.thrift_port,
+            "user": "dbt",
+            "schema": schema,
+            "threads": threads,
+            # dbt-spark polls a running statement every poll_interval seconds (default 5)
+            "poll_interval": 1,
+            "connect_retries": 0,
+        }
+
+    # ------------------------------------------------------------------------------ start
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        self.log_path(name).parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env.update(
+            {
+                "SPARK_HOME": str(spark_home()),
+                "SPARK_LOCAL_IP": HOST,
+                "SPARK_LOG_DIR": str(self.root / "logs"),
+                # the worker's executors: no other Spark's conf leaks in
+                "SPARK_CONF_DIR": str(self.root / "conf"),
+            }
+        )
+        (self.root / "conf").mkdir(exist_ok=True)
+        log = self.log_path(name).open("wb")
+        self.processes[name] = subprocess.Popen(
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=self.root,
+            start_new_session=True,  # own process group: stop() kills the JVM and its children
+        )
+        log.close()
+
+    def _tail(self, name: str, lines: int = 40) -> str:
+        try:
+            text = self.log_path(name).read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(text[-lines:])
+
+    def _wait(self, name: str, ready: Any, what: str, timeout: float = START_TIMEOUT) -> None:
+        """Poll `ready()` until true; fail with the process's log if it exits or times out."""
+        deadline = time.monotonic() + timeout
+        proc = self.processes[name]
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ClusterError(
+                    f"the Spark {name} exited with code {proc.returncode} before {what}; "
+                    f"its log ({self.log_path(name)}) ends:\n{self._tail(name)}"
+                )
+            try:
+                if ready():
+                    return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise ClusterError(
+            f"the Spark {name} did not come up within {timeout:.0f}s ({what}); its log "
+            f"({self.log_path(name)}) ends:\n{self._tail(name)}"
+        )
+
+    def _port_open(self, port: int) -> bool:
+        with socket.socket() as s:
+            s.settimeout(1)
+            return s.connect_ex((HOST, port)) == 0
+
+    def _alive_workers(self) -> int:
+        url = f"http://{HOST}:{self.master_web_port}/json/"
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            state = json.load(resp)
+        return int(state.get("aliveworkers", 0))
+
+    def _thrift_answers(self) -> bool:
+        if not self._port_open(self.thrift_port):
+            return False
+        from pyhive import hive
+
+        conn = hive.connect(host=HOST, port=self.thrift_port, username="dbt")
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT 1")
+            return cursor.fetchall() == [(1,)]
+        finally:
+            conn.close()
+
+    def start(self) -> LoopbackCluster:
+        """Start master, worker and Thrift server; return once all three answer."""
+        problem = java_problem()
+        if problem:
+            raise ClusterError(problem)
+        _RUNNING.append(self)
+        bin_dir = spark_home() / "bin"
+        self.master_port, self.master_web_port = free_port(), free_port()
+        try:
+            self._spawn(
+                "master",
+                [
+                    str(bin_dir / "spark-class"),
+                    "org.apache.spark.deploy.master.Master",
+                    "--host", HOST,
+                    "--port", str(self.master_port),
+                    "--webui-port", str(self.master_web_port),
+                ],
+            )  # fmt: skip
+            self._wait("master", lambda: self._port_open(self.master_web_port), "its web port")
+            (self.root / "worker").mkdir(parents=True, exist_ok=True)
+            self._spawn(
+                "worker",
+                [
+                    str(bin_dir / "spark-class"),
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host", HOST,
+                    "--webui-port", str(free_port()),
+                    "--cores", str(self.worker_cores),
+                    "--memory", self.worker_memory,
+                    "--work-dir", str(self.root / "worker"),
+                    self.master_url,
+                ],
+            )  # fmt: skip
+            self._wait("worker", lambda: self._alive_workers() >= 1, "registering at the master")
+            self.thrift_port = free_port()
+            self.home.mkdir(parents=True, exist_ok=True)
+            jar = str(embedded.find_iceberg_runtime_jar())
+            args = [
+                str(bin_dir / "spark-submit"),
+                "--class", THRIFT_SERVER_CLASS,
+                "--master", self.master_url,
+                "--driver-memory", self.driver_memory,
+                # both: with --jars alone every session after the first fails with
+                # NoClassDefFoundError (Hive closes the session's class loader)
+                "--jars", jar,
+                "--driver-class-path", jar,
+            ]  # fmt: skip
+            for key, value in thrift_server_parameters(self.home, self.master_url).items():
+                args += ["--conf", f"{key}={value}"]
+            args += [
+                "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
+                "--hiveconf", f"hive.server2.thrift.port={self.thrift_port}",
+                "spark-internal",
+            ]  # fmt: skip
+            self._spawn("thrift-server", args)
+            self._wait("thrift-server", self._thrift_answers, "answering SELECT 1")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    # ------------------------------------------------------------------------------ stop
+
+    def stop(self) -> None:
+        """End every process this cluster started (Thrift server first), and their children."""
+        for name in ("thrift-server", "worker", "master"):
+            proc = self.processes.pop(name, None)
+            if proc is None or proc.poll() is not None:
+                continue
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=10)
+        if self in _RUNNING:
+            _RUNNING.remove(self)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_RUNNING: list[LoopbackCluster] = []
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop clusters a crashed or interrupted run left running."""
+    while _RUNNING:
+        _RUNNING[-1].stop()
