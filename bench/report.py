@@ -83,7 +83,7 @@ def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
 
 #: Refresh statements (the plugin's DBT_SPARK_IVM_TIMINGS labels) grouped by what they do.
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("plan", ("properties", "describe", "describe query", "describe args", "meta")),
+    ("plan", ("properties", "describe", "describe query", "describe args", "meta", "sizes")),
     ("pin", ("refresh", "snapshot", "metadata")),
     ("capture", ("changelog", "log", "count")),
     ("key ranges", ("key ranges",)),
@@ -98,6 +98,8 @@ DBT_PHASE = "dbt"
 
 
 def _phase_of(label: str) -> str:
+    # An auxiliary state's statements ("aux <label>") count in the phase of their label.
+    label = label.removeprefix("aux ")
     head = "log" if label.startswith("log ") else label
     return next((name for name, labels in PHASES if head in labels), "other")
 

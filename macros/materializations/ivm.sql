@@ -17,7 +17,8 @@
         model['unique_id'].split('.')[-1] if model.get('unique_id') else this.identifier,
         sql, this.schema, this.identifier,
         existing.type if existing is not none else none,
-        should_full_refresh()) -%}
+        should_full_refresh(),
+        config.get('ivm_aux_states')) -%}
 
   {%- if result['mode'] == 'build' and existing is not none -%}
     {{ adapter.drop_relation(existing) }}

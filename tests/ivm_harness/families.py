@@ -343,6 +343,33 @@ FAMILIES: list[Family] = [
         join {{ source('base', 'nations') }} n on o.cust = n.nid
         """,
     ),
+    # --- auxiliary join states (issue 11): A = facts pre-aggregated, model over A JOIN dim ----
+    Family(
+        "join_agg_aux",
+        (ORDERS, CUSTOMERS),
+        """
+        select c.nation, o.status, count(*) as n, count(o.qty) as n_qty, sum(o.qty) as qty,
+               sum(o.amount) as revenue, min(o.weight) as min_weight, max(o.amount) as biggest
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        where c.credit > 10 or c.credit is null
+        group by c.nation, o.status
+        """,
+        config={"ivm_aux_states": "always"},
+    ),
+    Family(
+        "join3_agg_aux",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select n.region, c.segment, count(*) as n, sum(o.amount) as revenue, max(o.qty) as mq
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        join {{ source('base', 'nations') }} n on c.nation = n.nid
+        group by n.region, c.segment
+        having count(*) > 1
+        """,
+        config={"ivm_aux_states": "always"},
+    ),
     # --- outer joins (issue 4) ------------------------------------------------------------------
     Family(
         "left_join",

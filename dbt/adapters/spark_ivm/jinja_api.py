@@ -14,10 +14,10 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.facts import Target, describe_columns, table_properties
-from dbt.adapters.spark_ivm.compiler.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 logger = AdapterLogger("spark_ivm")
@@ -73,18 +73,21 @@ class IvmJinjaApi:
         identifier: str,
         existing_type: str | None,
         full_refresh: bool,
+        aux_states: str | None = None,
     ) -> dict[str, Any]:
-        """Build or incrementally refresh one ivm model; returns what the macro commits."""
-        maintainer = Maintainer(
-            executor=_ConnectionExecutor(self),
-            model=model_name,
-            compiled_sql=compiled_sql,
-            target=Target(schema, identifier),
-            existing=existing_type,
-            full_refresh=bool(full_refresh),
-            log=logger.info,
-        )
+        """Build or incrementally refresh one ivm model; returns what the macro commits.
+        `aux_states` is the model's `ivm_aux_states` config (`compiler/chain.py`)."""
         try:
+            maintainer = ChainMaintainer(
+                executor=_ConnectionExecutor(self),
+                model=model_name,
+                compiled_sql=compiled_sql,
+                target=Target(schema, identifier),
+                existing=existing_type,
+                full_refresh=bool(full_refresh),
+                mode=aux_mode(aux_states, model_name),
+                log=logger.info,
+            )
             outcome = maintainer.run()
         except IvmError as e:
             raise DbtRuntimeError(str(e)) from e

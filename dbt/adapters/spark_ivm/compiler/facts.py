@@ -24,7 +24,8 @@ from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
-FORMAT_VERSION = "3"  # 3: MIN/MAX states keep ranked value lists
+FORMAT_VERSION = "4"  # 3: MIN/MAX states keep ranked value lists; 4: views record
+# the auxiliary-state choice (`chain.py`), so that a refresh need not plan the model to find it
 
 
 class Executor(Protocol):
@@ -126,6 +127,8 @@ class FactsReader:
     metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
     # The state format the existing view was built with (None: not an ivm view).
     found_format: str | None = None
+    # Table properties already read this run, by relation (`chain.py` reads the view's).
+    known_properties: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def _run(self, label: str, statement: str) -> None:
         start = time.monotonic()
@@ -139,6 +142,9 @@ class FactsReader:
         return rows
 
     def _properties(self, relation: str) -> dict[str, str]:
+        known = self.known_properties.get(relation)
+        if known is not None:
+            return known
         return table_properties(lambda q: self._fetch("properties", q), relation)
 
     def _base_facts(self, relations: list[str]) -> dict[str, list[tuple[str, str]]]:

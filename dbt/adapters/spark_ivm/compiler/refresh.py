@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -67,12 +67,42 @@ def sql_hash(compiled_sql: str) -> str:
     return hashlib.sha256(f"{FORMAT_VERSION}\n{compiled_sql.strip()}".encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Handoff:
+    """What an upstream state's refresh changed in this run (`chain.py`): one commit to its
+    state table, changing only rows whose keys are in `keys` (None: no data row)."""
+
+    keys: tuple[str, list[str]] | None
+
+    def covers(self, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int) -> bool:
+        """Is that commit the state table's only change from `old` to `new`? Compactions
+        (`replace`) change no row; any other commit is an earlier run's change that this
+        consumer missed (a failure between two commits), and then the whole difference
+        must be read."""
+        chain = capture.lineage(snapshots, old, new)
+        return chain is not None and sum(s.operation != "replace" for s in chain) == 1
+
+
 @dataclass(kw_only=True)
 class Maintainer(FactsReader):
     """Builds or refreshes one model. Decisions are pure; SQL goes through `executor`."""
 
     existing: str | None  # None, "view" or "table": what the relation is now
     full_refresh: bool = False
+    # The model's own SQL where `compiled_sql` is a rewrite of it (`chain.py`): the view's
+    # `ivm.sql`, which `ivm_consistent` compares the relation with.
+    user_sql: str | None = None
+    view_properties: dict[str, str] = field(default_factory=dict)  # more view properties
+    rebuild_because: str | None = None  # the model's plan changed (`chain.py`): rebuild
+    # An auxiliary state (`chain.py`): keep the scratch relations after the run (the caller
+    # releases them), and say which (delta table, key columns) hold every state key this
+    # refresh changed.
+    keep_scratch: bool = False
+    changed_keys: tuple[str, list[str]] | None = None
+    committed: bool = False  # this run's refresh committed to the state table
+    # Changes handed over by an upstream state in this run, by its state table: the
+    # snapshot the hand-over starts at, and its changed keys (None: no data row changed).
+    handoff: dict[str, Handoff] = field(default_factory=dict)
     scratch: list[str] = field(default_factory=list)  # session views this refresh created
     captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
 
@@ -135,6 +165,8 @@ class Maintainer(FactsReader):
 
     def _drop_scratch(self) -> None:
         """Release the refresh's cached views (also after a failure: they hold memory)."""
+        if self.keep_scratch:
+            return  # the caller reads the delta table first (`release_scratch`)
         while self.scratch:
             view = self.scratch.pop()
             try:
@@ -142,11 +174,18 @@ class Maintainer(FactsReader):
             except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
                 self.log(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
 
+    def release_scratch(self) -> None:
+        """Drop the scratch relations a run with `keep_scratch` left."""
+        self.keep_scratch = False
+        self._drop_scratch()
+
     def _rebuild_reason(self, meta: dict | None, digest: str, the_plan: Plan) -> str | None:
         if self.existing is None:
             return "first run"
         if self.full_refresh:
             return "--full-refresh"
+        if self.rebuild_because is not None:
+            return self.rebuild_because
         if meta is None and self.found_format not in (None, FORMAT_VERSION):
             return (
                 f"its state was built in format {self.found_format} by another version of "
@@ -218,7 +257,8 @@ class Maintainer(FactsReader):
             "ivm.format": FORMAT_VERSION,
             "ivm.sql_hash": digest,
             "ivm.state_table": state,
-            "ivm.sql": self.compiled_sql.strip(),
+            "ivm.sql": (self.user_sql or self.compiled_sql).strip(),
+            **self.view_properties,
         }
         prop_sql = ", ".join(
             f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
@@ -264,7 +304,16 @@ class Maintainer(FactsReader):
                 continue
             columns = read[relation]
             log_table = self.target.log(index)
-            if method is capture.CaptureMethod.CHANGELOG:
+            handed = self.handoff.get(relation)
+            if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):
+                handed = None
+            if handed is not None and handed.keys is None:
+                self.captured[relation] = "handed over: no row changed"
+                continue
+            if handed is not None and handed.keys is not None:
+                self.captured[relation] = "handed over, keyed version diff"
+                select = version_diff.log_select(relation, old, new, columns, handed.keys)
+            elif method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
                 self.scratch.append(view)
                 self.captured[relation] = self._changelog_view(relation, old, new, view)
@@ -353,6 +402,7 @@ class Maintainer(FactsReader):
             assert compacted is not None
             delta_select = render.delta_table_select(the_plan, compacted, state)
             self._compute_scratch("delta", self.target.delta, delta_select)
+            self.changed_keys = (self.target.delta, list(the_plan.key_columns))
             stats = self._fetch("stats", render.stats_sql(self.target.delta))[0]
             inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
             self._checkpoint("delta")
@@ -377,6 +427,7 @@ class Maintainer(FactsReader):
         if commit is not None:
             self._check_unmoved(heads, live)
             self._run("commit", commit)
+            self.committed = True
             self._checkpoint("commit")
             self._upkeep()
         if inserted or updated or deleted:

@@ -13,26 +13,51 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
-from dbt.adapters.spark_ivm.compiler.templates import col, table
+from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match, table
 
 
-def log_select(relation: str, old: int | None, new: int, columns: Sequence[str]) -> exp.Select:
-    """new - old as weighted rows: the bag difference of two versions (a full scan of both)."""
+def log_select(
+    relation: str,
+    old: int | None,
+    new: int,
+    columns: Sequence[str],
+    keyed: tuple[str, Sequence[str]] | None = None,
+) -> exp.Select:
+    """new - old as weighted rows: the bag difference of two versions (a full scan of both).
+
+    `keyed` = (relation K, key columns): only rows whose key columns match a row of K
+    null-safely, for a table whose writer knows every key it changed in the window (an
+    auxiliary state handing its change to the model, `chain.py`): the same log, without
+    shuffling both versions whole.
+    """
 
     def version(snap: int | None, weight: int) -> exp.Select:
         select = (
             exp.Select()
-            .select(*(col(c) for c in columns))
+            .select(*(col(c, "__ivm_v") for c in columns))
             .select(exp.alias_(exp.Literal.number(weight), "__ivm_cw", quoted=True))
         )
         if snap is None:
-            return select.from_(table(relation)).where(exp.false())
+            return select.from_(exp.alias_(table(relation), "__ivm_v")).where(exp.false())
         src = exp.Table(
             this=exp.to_identifier(relation.split(".")[1], quoted=True),
             db=exp.to_identifier(relation.split(".")[0], quoted=True),
             version=exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snap)),
         )
-        return select.from_(src)
+        select = select.from_(exp.alias_(src, "__ivm_v"))
+        if keyed is not None:
+            keys, names = keyed
+            match = null_safe_match(
+                [col(n, "__ivm_keys") for n in names], [col(n, "__ivm_v") for n in names]
+            )
+            changed = (
+                exp.Select()
+                .select(exp.Literal.number(1))
+                .from_(exp.alias_(table(keys), "__ivm_keys"))
+                .where(match)
+            )
+            select = select.where(exp.Exists(this=changed))
+        return select
 
     union = exp.union(version(new, 1), version(old, -1), distinct=False)
     return weighted_log(union, columns, col("__ivm_cw"))

@@ -1,0 +1,210 @@
+"""chain: one model maintained as a chain of states, each by its own `Maintainer`.
+
+A model with an auxiliary state (`aux_state.py`) is two states maintained in order: A, over
+the facts (its own state table and view, `<model>__ivm_aux`), then the model itself, whose
+rewritten query reads A's state table and the dimension. Each state records the snapshots of
+the inputs it reflects, and A's state table is one of the model's inputs (IVM-DESIGN §6, the
+second atomicity option: "each state commits on its own and records the versions of its
+inputs it reflects"). So a failure after A's commit and before the model's leaves the model
+at its old watermark of A's state, and the next run reads A's change from there: no delta is
+applied twice or skipped, and the model's view shows its old state until then.
+
+The choice is made when the model is planned (first run, changed SQL, `--full-refresh`, or a
+changed `ivm_aux_states` setting) and recorded in the view's properties with the rewritten
+queries, so a refresh does not plan the model again to find it.
+
+    ivm_aux_states (model config, else the DBT_SPARK_IVM_AUX_STATES environment variable):
+      auto    (default) an auxiliary state where the split is exact and the largest fact
+              table holds at least 10x the dimension's rows;
+      always  wherever the split is exact;
+      never   the flat plan.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from dbt.adapters.spark_ivm.compiler import aux_state, render
+from dbt.adapters.spark_ivm.compiler.errors import IvmError
+from dbt.adapters.spark_ivm.compiler.facts import Executor, Target, table_properties
+from dbt.adapters.spark_ivm.compiler.refresh import Handoff, Maintainer, Outcome, sql_hash
+from dbt.adapters.spark_ivm.compiler.templates import sql, table
+
+AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
+MODES = ("auto", "always", "never")
+#: View properties recording the choice: "<mode>:<hash of the model SQL>", and the queries.
+CHOICE = "ivm.aux_choice"
+AUX_SQL = "ivm.aux_sql"
+TOP_SQL = "ivm.top_sql"
+
+
+def aux_mode(configured: str | None, model: str) -> str:
+    """The model's `ivm_aux_states` setting (config, else environment, else auto)."""
+    value = configured if configured is not None else os.environ.get(AUX_ENV, "auto")
+    mode = str(value).strip().lower()
+    if mode not in MODES:
+        raise IvmError(
+            f"ivm model '{model}': ivm_aux_states = {value!r} is not one of "
+            f"{', '.join(MODES)} (set in the model's config or {AUX_ENV})."
+        )
+    return mode
+
+
+def aux_target(target: Target) -> Target:
+    return Target(target.schema, f"{target.identifier}__ivm_aux")
+
+
+@dataclass(kw_only=True)
+class ChainMaintainer:
+    """Builds or refreshes one model: flat, or as its auxiliary state, then the model."""
+
+    executor: Executor
+    model: str
+    compiled_sql: str
+    target: Target
+    existing: str | None
+    full_refresh: bool = False
+    mode: str = "auto"
+    log: Callable[[str], None] = print
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
+
+    def _maintainer(self, **kwargs) -> Maintainer:
+        base = {
+            "known_properties": self.known,
+            "executor": self.executor,
+            "model": self.model,
+            "compiled_sql": self.compiled_sql,
+            "target": self.target,
+            "existing": self.existing,
+            "full_refresh": self.full_refresh,
+            "log": self.log,
+        }
+        return Maintainer(**{**base, **kwargs})
+
+    def _properties(self, relation: str) -> dict[str, str] | None:
+        start = time.monotonic()
+        try:
+            return table_properties(self.executor.fetch, relation)
+        except Exception:  # noqa: BLE001 - no such relation
+            return None
+        finally:
+            self.timings.append(("properties", time.monotonic() - start))
+
+    def run(self) -> Outcome:
+        digest = sql_hash(self.compiled_sql)
+        choice = f"{self.mode}:{digest}"
+        found = self._properties(self.target.view) if self.existing == "view" else None
+        props = found or {}
+        if found is not None:
+            self.known[self.target.view] = found
+        had_aux = AUX_SQL in props
+        if props.get(CHOICE) == choice and not self.full_refresh:
+            if had_aux and TOP_SQL in props:
+                return self._chain(props[AUX_SQL], props[TOP_SQL], choice, None)
+            if not had_aux:
+                return self._flat(choice, None)
+        # The choice is not recorded for this SQL and setting: plan the model to make it.
+        changed = CHOICE in props and props[CHOICE].split(":", 1)[-1] == digest
+        flat = self._maintainer()
+        the_plan = flat._plan(self.target.schema.lower())
+        split = aux_state.split(the_plan) if self.mode != "never" else "ivm_aux_states=never"
+        dim_rows = fact_rows = None
+        if not isinstance(split, str):
+            sizes = self._rows([split.dimension, *split.facts])
+            dim_rows = sizes.get(split.dimension)
+            fact_rows = max((sizes.get(f) or 0 for f in split.facts), default=0) or None
+            if self.mode == "auto" and not aux_state.choose(dim_rows, fact_rows):
+                split = (
+                    f"the facts ({fact_rows} rows) are not 10x {split.dimension} ({dim_rows} rows)"
+                )
+        if isinstance(split, str):
+            if had_aux:
+                self._drop_aux()
+            reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
+            return self._flat(choice, reason)
+        aux = self._maintainer(
+            model=f"{self.model}__ivm_aux",
+            compiled_sql=split.aux_sql,
+            target=aux_target(self.target),
+            existing=None,
+        )
+        aux_plan = aux._plan(self.target.schema.lower())
+        top_sql = split.top_sql(render.view_select(aux_plan, aux.target.state))
+        self.log(f"ivm model '{self.model}': {aux_state.describe(split, dim_rows, fact_rows)}")
+        reason = "it now keeps an auxiliary state" if changed and not had_aux else None
+        return self._chain(split.aux_sql, top_sql, choice, reason)
+
+    def _flat(self, choice: str, reason: str | None) -> Outcome:
+        flat = self._maintainer(view_properties={CHOICE: choice}, rebuild_because=reason)
+        outcome = flat.run()
+        return replace(outcome, timings=self.timings + outcome.timings)
+
+    def _chain(self, aux_sql: str, top_sql: str, choice: str, reason: str | None) -> Outcome:
+        target = aux_target(self.target)
+        found = self._properties(target.view)
+        exists = found is not None
+        if found is not None:
+            self.known[target.view] = found
+        aux = self._maintainer(
+            model=f"{self.model}__ivm_aux",
+            compiled_sql=aux_sql,
+            target=target,
+            existing="view" if exists else None,
+            keep_scratch=True,
+        )
+        try:
+            first = aux.run()
+            if first.mode == "build":
+                if exists:
+                    self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+                self.executor.execute(first.main_sql)
+            # A's change reaches the model in this run as the keys A's refresh changed,
+            # read so only where A's commit is the one change since the model's watermark
+            # of A's state (`Handoff.covers`).
+            handoff = {}
+            if first.mode == "refresh" and aux.committed:
+                handoff[target.state] = Handoff(keys=aux.changed_keys)
+            top = self._maintainer(
+                compiled_sql=top_sql,
+                user_sql=self.compiled_sql,
+                view_properties={CHOICE: choice, AUX_SQL: aux_sql, TOP_SQL: top_sql},
+                rebuild_because=reason,
+                handoff=handoff,
+            )
+            outcome = top.run()
+        finally:
+            aux.release_scratch()
+        timings = self.timings + [(f"aux {label}", s) for label, s in first.timings]
+        timings += outcome.timings
+        summary = f"{outcome.summary}; aux state {target.view}: {first.summary}"
+        return replace(outcome, summary=summary, timings=timings)
+
+    def _rows(self, relations: list[str]) -> dict[str, int | None]:
+        """Each relation's row count from its latest snapshot's summary (no data read)."""
+        parts = [
+            f"SELECT {i} AS i, CAST(summary['total-records'] AS BIGINT) AS n FROM "
+            f"(SELECT summary FROM {sql(table(r + '.snapshots'))} "
+            "ORDER BY committed_at DESC LIMIT 1)"
+            for i, r in enumerate(relations)
+        ]
+        start = time.monotonic()
+        try:
+            rows = self.executor.fetch(" UNION ALL ".join(parts))
+        except Exception:  # noqa: BLE001 - sizes unknown: no auxiliary state
+            return {}
+        finally:
+            self.timings.append(("sizes", time.monotonic() - start))
+        found = {int(i): n for i, n in rows}
+        return {
+            r: (None if found.get(i) is None else int(found[i])) for i, r in enumerate(relations)
+        }
+
+    def _drop_aux(self) -> None:
+        """Remove the auxiliary state's view and state table (the model no longer uses them)."""
+        target = aux_target(self.target)
+        self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+        self.executor.execute(render.drop_state_sql(target.state))

@@ -1,0 +1,139 @@
+"""Auxiliary join states (issue 11, item 2): a dimension change joins A, not the facts.
+
+A model `agg(lines ⋈ ords ⋈ custs)` with `ivm_aux_states='always'` is kept as A = lines ⋈
+ords pre-aggregated by (o.cust, o.status) and the model over A ⋈ custs (`compiler/aux_state.py`,
+`compiler/chain.py`). Scripted changes on the dimension, on the facts and on both; a failure
+between A's commit and the model's; switching the setting off and on. After every run the
+relation must equal a fresh run of the model's SQL over the base tables, and the log line
+must say which plan ran.
+"""
+
+from __future__ import annotations
+
+import pytest
+from adversarial import assert_equal_to_sql, run_messages
+from small_project import SmallProject
+
+from dbt.adapters.spark_ivm.compiler.chain import aux_target
+from dbt.adapters.spark_ivm.compiler.facts import Target
+
+SCHEMA = "ivm_aux_states"
+MODEL = "aux_revenue"
+FLAT = "aux_refused"
+SELECT = f"""select c.nation, o.status, count(*) as n, count(l.qty) as n_qty,
+       sum(l.price) as revenue, sum(l.qty) as qty, min(l.qty) as min_qty,
+       max(l.price) as max_price, sum(l.qty) * 2 as qty2
+from {SCHEMA}.lines l
+join {SCHEMA}.ords o on l.ok = o.ok
+join {SCHEMA}.custs c on o.cust = c.cid
+where c.name <> 'zz' and (l.qty is null or l.qty <> 3)
+group by c.nation, o.status
+having count(*) > 1 or max(l.price) > 50"""
+# avg has no exact partial form here: the model stays flat, even with 'always'.
+REFUSED = f"""select c.nation, avg(l.price) as avg_price, count(*) as n
+from {SCHEMA}.lines l join {SCHEMA}.ords o on l.ok = o.ok join {SCHEMA}.custs c on o.cust = c.cid
+group by c.nation"""
+
+
+def _model(p: SmallProject, name: str, select: str, mode: str) -> None:
+    p.model(name, f"{{{{ config(ivm_aux_states='{mode}') }}}}\n{select}")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("aux_states"), "aux_states", SCHEMA)
+    _model(p, MODEL, SELECT, "always")
+    _model(p, FLAT, REFUSED, "always")
+    p.start_spark()
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    for name, columns in (
+        ("lines", "ok int, price decimal(10,2), qty int"),
+        ("ords", "ok int, cust int, status string"),
+        ("custs", "cid int, nation int, name string"),
+    ):
+        p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
+        p.sql(f"CREATE TABLE {SCHEMA}.{name} ({columns}) USING iceberg")
+    return p
+
+
+def _check(p: SmallProject, context: str, aux: bool = True) -> str:
+    messages = run_messages(p)
+    message = messages[MODEL]
+    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, context)
+    assert_equal_to_sql(p, f"{SCHEMA}.{FLAT}", REFUSED, context)
+    assert ("aux state" in message) is aux, f"{context}: {message}"
+    assert "aux state" not in messages[FLAT], f"{context}: {messages[FLAT]}"
+    return message
+
+
+def test_aux_state_follows_dimension_and_fact_changes(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = project
+    p.sql(
+        f"INSERT INTO {SCHEMA}.custs VALUES (1, 10, 'a'), (2, 10, 'b'), (3, 20, 'c'), "
+        "(4, NULL, 'd'), (5, 30, 'zz'), (NULL, 10, 'n')"
+    )
+    p.sql(
+        f"INSERT INTO {SCHEMA}.ords VALUES (100, 1, 'O'), (101, 1, 'F'), (102, 2, 'O'), "
+        "(103, 3, 'O'), (104, 4, NULL), (105, 5, 'O'), (106, NULL, 'O'), (107, 9, 'O')"
+    )
+    p.sql(
+        f"INSERT INTO {SCHEMA}.lines VALUES (100, 10.00, 1), (100, 20.00, 2), (100, 20.00, 2), "
+        "(101, 5.50, NULL), (102, 99.99, 3), (102, 1.00, 4), (103, NULL, 5), (104, 7.00, 6), "
+        "(104, 8.00, 7), (105, 60.00, 8), (106, 70.00, 9), (107, 80.00, 1), (NULL, 1.00, 1)"
+    )
+    message = _check(p, "build")
+    assert "built" in message, message
+
+    # A dimension change only: customer 2 moves nation, 4 gets one, 5 leaves 'zz' (its
+    # orders enter the model), 3 is deleted, 9 appears (its order 107 starts to match).
+    p.sql(f"UPDATE {SCHEMA}.custs SET nation = 20 WHERE cid = 2")
+    p.sql(f"UPDATE {SCHEMA}.custs SET nation = 30 WHERE cid = 4")
+    p.sql(f"UPDATE {SCHEMA}.custs SET name = 'e' WHERE cid = 5")
+    p.sql(f"DELETE FROM {SCHEMA}.custs WHERE cid = 3")
+    p.sql(f"INSERT INTO {SCHEMA}.custs VALUES (9, 10, 'i')")
+    _check(p, "dimension changes")
+
+    # Fact changes only: an order changes status and another customer; lines come and go,
+    # the group's maximum among them.
+    p.sql(f"UPDATE {SCHEMA}.ords SET status = 'F' WHERE ok = 100")
+    p.sql(f"UPDATE {SCHEMA}.ords SET cust = 2 WHERE ok = 107")
+    p.sql(f"DELETE FROM {SCHEMA}.lines WHERE price = 99.99 OR ok = 104")
+    p.sql(f"INSERT INTO {SCHEMA}.lines VALUES (101, 55.00, 2), (106, 1.00, NULL), (107, NULL, 3)")
+    _check(p, "fact changes")
+
+    # Both in one refresh, and a customer and its orders removed together.
+    p.sql(f"UPDATE {SCHEMA}.custs SET nation = NULL WHERE cid = 1")
+    p.sql(f"DELETE FROM {SCHEMA}.custs WHERE cid = 9")
+    p.sql(f"DELETE FROM {SCHEMA}.ords WHERE cust = 2")
+    p.sql(f"INSERT INTO {SCHEMA}.ords VALUES (108, 4, 'P'), (109, 1, 'P')")
+    p.sql(f"INSERT INTO {SCHEMA}.lines VALUES (108, 3.00, 1), (108, 4.00, 2), (109, 9.00, 9)")
+    _check(p, "dimension and fact changes")
+
+    # A failure right after A's commit: the model keeps its old state and watermark of A's
+    # state table; the next run reads A's change from there.
+    p.sql(f"INSERT INTO {SCHEMA}.lines VALUES (108, 100.00, 1), (100, 2.00, 2)")
+    p.sql(f"UPDATE {SCHEMA}.custs SET nation = 10 WHERE cid = 4")
+    monkeypatch.setenv("DBT_SPARK_IVM_FAIL_AFTER", "commit")
+    result = p.dbt("run", "-s", MODEL)
+    assert not result.success, "the injected failure did not stop the run"
+    monkeypatch.delenv("DBT_SPARK_IVM_FAIL_AFTER")
+    _check(p, "after a failure between the two commits")
+
+
+def test_aux_state_switched_off_and_on(project: SmallProject) -> None:
+    p = project
+    aux_view = aux_target(Target(SCHEMA, MODEL)).view
+    _model(p, MODEL, SELECT, "never")
+    p.sql(f"INSERT INTO {SCHEMA}.lines VALUES (100, 12.00, 2)")
+    message = _check(p, "switched off", aux=False)
+    assert "it no longer keeps an auxiliary state" in message, message
+    assert not p.sql(f"SHOW TABLES IN {SCHEMA} LIKE '{aux_view.split('.')[1]}*'"), "A left behind"
+
+    _model(p, MODEL, SELECT, "always")
+    p.sql(f"UPDATE {SCHEMA}.custs SET nation = 40 WHERE cid = 1")
+    message = _check(p, "switched on")
+    assert "it now keeps an auxiliary state" in message, message
+    p.sql(f"DELETE FROM {SCHEMA}.lines WHERE qty = 2")
+    _check(p, "refreshed again")
