@@ -1,12 +1,15 @@
 """Credentials and connection manager of the spark_ivm adapter.
 
-Everything dbt-spark supports keeps working unchanged; the one addition is that
+Everything dbt-spark supports keeps working unchanged; the additions are that
 ``method: session`` starts a self-contained local Spark with Apache Iceberg whose warehouse,
-Derby metastore and ``derby.log`` live under ``ivm_home`` (see :mod:`.embedded`).
+Derby metastore and ``derby.log`` live under ``ivm_home`` (see :mod:`.embedded`), and that
+``method: thrift`` says plainly when the Thrift server cannot be reached or its catalog is not
+Iceberg (checked once per server and process, on the first connection).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
@@ -19,6 +22,7 @@ from dbt.adapters.contracts.connection import (
     ConnectionState,
 )
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
@@ -29,6 +33,17 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_ivm import embedded
 
 logger = AdapterLogger("SparkIvm")
+
+#: What the ivm materialization needs of a server's session catalog and SQL extensions.
+ICEBERG_CATALOG_PACKAGE = "org.apache.iceberg.spark."
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+#: Where a user finds a Thrift server's start command with Iceberg.
+SERVER_HELP = "the README's 'On a Spark cluster' section shows a Thrift server started with Iceberg"
+
+# (host, port, session settings) of Thrift servers whose catalog was found to be Iceberg in
+# this process.
+_CHECKED_SERVERS: set[tuple[str, int, tuple[tuple[str, str], ...]]] = set()
+_CHECK_LOCK = threading.Lock()
 
 
 @dataclass
@@ -91,7 +106,51 @@ class SparkIvmConnectionManager(SparkConnectionManager):
             and credentials.method == SparkConnectionMethod.SESSION
         ):
             return cls._open_embedded_session(connection, credentials)
+        if (
+            connection.state != ConnectionState.OPEN
+            and isinstance(credentials, SparkIvmCredentials)
+            and credentials.method == SparkConnectionMethod.THRIFT
+        ):
+            return cls._open_thrift(connection, credentials)
         return super().open(connection)
+
+    @classmethod
+    def _open_thrift(cls, connection: Connection, credentials: SparkIvmCredentials) -> Connection:
+        """dbt-spark's thrift connection, with the server named when it cannot be reached and
+        its catalog checked (once per server and process) for Iceberg."""
+        address = f"{credentials.host}:{credentials.port}"
+        try:
+            connection = super().open(connection)
+        except FailedToConnectError as exc:
+            raise FailedToConnectError(
+                f"spark_ivm: cannot reach the Spark Thrift server at {address} (method: thrift): "
+                f"{getattr(exc, 'msg', exc)}. Is it running, and listening on that host and "
+                "port (hive.server2.thrift.bind.host / hive.server2.thrift.port)? "
+                f"{SERVER_HELP}."
+            ) from exc
+        # a session's own settings (server_side_parameters) may change what it sees
+        key = (
+            str(credentials.host),
+            int(credentials.port),
+            tuple(sorted((str(k), str(v)) for k, v in credentials.server_side_parameters.items())),
+        )
+        with _CHECK_LOCK:
+            checked = key in _CHECKED_SERVERS
+        if not checked:
+            problem = _iceberg_problem(connection)
+            if problem is not None:  # dbt closes the connection as after any failed open
+                raise DbtRuntimeError(
+                    f"spark_ivm: the Spark Thrift server at {address} {problem}. The ivm "
+                    "materialization needs Apache Iceberg's SparkSessionCatalog as "
+                    "spark_catalog and Iceberg's SQL extensions, set when the server starts "
+                    "(--conf spark.sql.catalog.spark_catalog="
+                    "org.apache.iceberg.spark.SparkSessionCatalog --conf "
+                    f"spark.sql.extensions={ICEBERG_EXTENSIONS}, the Iceberg runtime jar in "
+                    f"--jars and --driver-class-path); {SERVER_HELP}."
+                )
+            with _CHECK_LOCK:
+                _CHECKED_SERVERS.add(key)
+        return connection
 
     @classmethod
     def _open_embedded_session(
@@ -128,6 +187,32 @@ class SparkIvmConnectionManager(SparkConnectionManager):
             return super().open(connection)
         finally:
             connection.credentials = credentials
+
+
+def _server_setting(connection: Connection, key: str) -> str | None:
+    """A Spark setting of the connection's server session (None when unset)."""
+    cursor = connection.handle.cursor()
+    cursor.execute(f"SET {key}")
+    rows = cursor.fetchall() or []
+    value = str(rows[0][1]).strip() if rows else ""
+    return None if value in ("", "<undefined>") else value
+
+
+def _iceberg_problem(connection: Connection) -> str | None:
+    """What keeps the server's session from being the Iceberg catalog ivm needs, or None."""
+    catalog = _server_setting(connection, "spark.sql.catalog.spark_catalog")
+    if catalog is None or not catalog.startswith(ICEBERG_CATALOG_PACKAGE):
+        return (
+            "does not use Apache Iceberg as its catalog (spark.sql.catalog.spark_catalog is "
+            f"{catalog or 'unset: the built-in catalog'})"
+        )
+    extensions = _server_setting(connection, "spark.sql.extensions") or ""
+    if ICEBERG_EXTENSIONS not in extensions:
+        return (
+            "has Iceberg's catalog but not its SQL extensions (spark.sql.extensions is "
+            f"{extensions or 'unset'}), so MERGE INTO and Iceberg's procedures fail"
+        )
+    return None
 
 
 def _resolve_credentials_ivm_home(

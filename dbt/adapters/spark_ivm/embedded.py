@@ -243,10 +243,12 @@ def default_session_parameters(
         "spark.ui.showConsoleProgress": "false",
         # Small local data: Spark's 200 shuffle partitions make every join/aggregate slow.
         "spark.sql.shuffle.partitions": "4",
-        # A local engine has no business listening on external interfaces.
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
     }
+    if is_local_master(user_parameters.get("spark.master", defaults["spark.master"])):
+        # A local engine has no business listening on external interfaces. With a cluster
+        # master the executors must reach the driver, so Spark's own choice stands.
+        defaults["spark.driver.host"] = "127.0.0.1"
+        defaults["spark.driver.bindAddress"] = "127.0.0.1"
     if "spark.jars" not in user_parameters:
         defaults["spark.jars"] = str(find_iceberg_runtime_jar())
     if not _jvm_started():
@@ -257,6 +259,12 @@ def default_session_parameters(
         user_parameters.get(DRIVER_JAVA_OPTIONS), ivm_home / "derby.log"
     )
     return defaults
+
+
+def is_local_master(master: str) -> bool:
+    """True for `local`, `local[n]`, `local[*]`, `local-cluster[...]` (driver and executors in
+    this machine's processes); False for a cluster (`spark://`, `yarn`, `k8s://`, ...)."""
+    return str(master).strip().startswith("local")
 
 
 def session_parameters(ivm_home: Path, user_parameters: Mapping[str, str]) -> dict[str, str]:
@@ -334,7 +342,8 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
     with _SESSION_LOCK:
         session = _live_session()
         if session is None:
-            if "spark.master" in parameters and str(parameters["spark.master"]).startswith("local"):
+            master = str(parameters.get("spark.master", "local"))
+            if is_local_master(master):
                 # Spark otherwise resolves the machine's hostname at start-up and may pick an
                 # external interface (and warns about it); a local engine needs loopback only.
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -342,6 +351,8 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
             for key, value in parameters.items():
                 builder = builder.config(key, value)
             session = builder.getOrCreate()
+            if not is_local_master(master):
+                check_warehouse_shared(session, master)
         else:
             wanted = parameters.get("spark.sql.warehouse.dir")
             actual = session.conf.get("spark.sql.warehouse.dir", None)
@@ -359,6 +370,48 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
                 )
         _quiet_expected_warnings(session)
         return {key: value for key, value in parameters.items() if session.conf.isModifiable(key)}
+
+
+def check_warehouse_shared(session: SparkSession, master: str) -> None:
+    """Fail clearly unless an executor can read a file the driver wrote into the warehouse.
+
+    With a cluster master the driver (this process) commits Iceberg metadata and the executors
+    write and read the data files, all under ``spark.sql.warehouse.dir``; on a folder only the
+    driver's machine has (the default under ``ivm_home``), tables break in obscure ways. The
+    check writes one small file there from the driver and counts its lines in a Spark job,
+    which runs on the executors; then deletes it.
+    """
+    import uuid
+
+    warehouse = session.conf.get("spark.sql.warehouse.dir")
+    jvm = session._jvm
+    folder = f"{warehouse.rstrip('/')}/_spark_ivm_shared_check_{uuid.uuid4().hex}"
+    hadoop_path = jvm.org.apache.hadoop.fs.Path
+    fs = hadoop_path(folder).getFileSystem(session._jsparkSession.sessionState().newHadoopConf())
+    out = fs.create(hadoop_path(f"{folder}/marker.txt"), True)
+    out.writeBytes("written by the driver\n")
+    out.close()
+    try:
+        lines = session.sql(f"SELECT count(*) FROM text.`{folder}`").collect()[0][0]
+    except Exception as exc:  # any failure of the executors' read is the answer
+        session.stop()  # the next connection creates the session again and checks again
+        cause = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise DbtRuntimeError(
+            f"spark_ivm: the warehouse {warehouse} is not shared between the driver and the "
+            f"executors of {master}: an executor could not read a file the driver wrote there "
+            f"({cause}). Set spark.sql.warehouse.dir in the profile's server_side_parameters to "
+            "a location every node sees (hdfs://, s3a://, a shared mount), or use method: "
+            "thrift with a server on the cluster."
+        ) from exc
+    finally:
+        fs.delete(hadoop_path(folder), True)
+    if lines != 1:
+        session.stop()
+        raise DbtRuntimeError(
+            f"spark_ivm: the warehouse {warehouse} is not shared between the driver and the "
+            f"executors of {master}: they read {lines} lines of a one-line file the driver "
+            "wrote there."
+        )
 
 
 # --------------------------------------------------------------------------------------------
