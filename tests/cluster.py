@@ -7,9 +7,9 @@ registered and the Thrift server answers a query, and `stop()` ends them (each i
 process group, so their children go too). Use it as a context manager; `stop()` also runs at
 interpreter exit, so a failing test run never leaves them behind.
 
-Sized for a 2-core machine: the worker offers 3 task slots and 3 GiB, the Thrift server's
-application takes 2 of them (`spark.cores.max`), so a `method: session` driver pointed at the
-same master (`spark.master: spark://...`) still gets one.
+Sized for a 2-core machine: the worker offers 3 task slots and 3 GiB; the Thrift server (driver
+3 GiB) takes 2 slots (`spark.cores.max`) and 1 GiB, so a `method: session` driver pointed at
+the same master (`spark.master: spark://...`) still gets one.
 """
 
 from __future__ import annotations
@@ -79,6 +79,16 @@ def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
             "spark.cores.max": "2",
             "spark.executor.cores": "2",
             "spark.executor.memory": "1g",
+            # The server keeps every job, stage, task, SQL execution and statement for its UI
+            # listeners (UI off or not): with Spark's defaults (100,000 tasks) a test run's
+            # thousands of small statements filled a 2 GiB driver heap and it spent its time
+            # in GC. A test server needs none of that history.
+            "spark.ui.retainedJobs": "50",
+            "spark.ui.retainedStages": "50",
+            "spark.ui.retainedTasks": "1000",
+            "spark.sql.ui.retainedExecutions": "50",
+            "spark.sql.thriftServer.ui.retainedStatements": "50",
+            "spark.sql.thriftServer.ui.retainedSessions": "50",
         }
     )
     return params
@@ -91,7 +101,7 @@ class LoopbackCluster:
     root: Path
     worker_cores: int = 3
     worker_memory: str = "3g"
-    driver_memory: str = "2g"
+    driver_memory: str = "3g"
     master_port: int = 0
     master_web_port: int = 0
     thrift_port: int = 0
@@ -190,12 +200,12 @@ class LoopbackCluster:
             state = json.load(resp)
         return int(state.get("aliveworkers", 0))
 
-    def _thrift_answers(self) -> bool:
-        if not self._port_open(self.thrift_port):
+    def _thrift_answers(self, port: int) -> bool:
+        if not self._port_open(port):
             return False
         from pyhive import hive
 
-        conn = hive.connect(host=HOST, port=self.thrift_port, username="dbt")
+        conn = hive.connect(host=HOST, port=port, username="dbt")
         try:
             cursor = conn.cursor()
             cursor.execute("SELECT 1")
@@ -259,32 +269,73 @@ class LoopbackCluster:
                 "spark-internal",
             ]  # fmt: skip
             self._spawn("thrift-server", args)
-            self._wait("thrift-server", self._thrift_answers, "answering SELECT 1")
+            self._wait(
+                "thrift-server",
+                lambda: self._thrift_answers(self.thrift_port),
+                "answering SELECT 1",
+            )
         except BaseException:
             self.stop()
             raise
         return self
 
+    def start_plain_thrift_server(self) -> int:
+        """A second Thrift server without any Iceberg setting (Spark's built-in catalog),
+        `local[1]`, its own metastore: what a user pointing the plugin at an ordinary Spark
+        Thrift server has. Returns its port; `stop()` ends it with the rest."""
+        home = self.root / "plain_home"
+        home.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        args = [
+            str(spark_home() / "bin" / "spark-submit"),
+            "--class", THRIFT_SERVER_CLASS,
+            "--master", "local[1]",
+            "--driver-memory", "768m",
+            "--conf", f"spark.sql.warehouse.dir={home / 'warehouse'}",
+            "--conf", (
+                "spark.hadoop.javax.jdo.option.ConnectionURL="
+                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+            ),
+            "--conf", f"spark.driver.extraJavaOptions=-Dderby.stream.error.file={home}/derby.log",
+            "--conf", "spark.ui.enabled=false",
+            "--conf", f"spark.driver.host={HOST}",
+            "--conf", f"spark.driver.bindAddress={HOST}",
+            "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
+            "--hiveconf", f"hive.server2.thrift.port={port}",
+            "spark-internal",
+        ]  # fmt: skip
+        try:
+            self._spawn("plain-thrift-server", args)
+            self._wait("plain-thrift-server", lambda: self._thrift_answers(port), "SELECT 1")
+        except BaseException:
+            self.stop()
+            raise
+        return port
+
     # ------------------------------------------------------------------------------ stop
 
-    def stop(self) -> None:
-        """End every process this cluster started (Thrift server first), and their children."""
-        for name in ("thrift-server", "worker", "master"):
-            proc = self.processes.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
+    def stop_process(self, name: str) -> None:
+        """End one process this cluster started, and its children (its process group)."""
+        proc = self.processes.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
             try:
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
-                continue
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=10)
+                pass
+            proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        """End every process this cluster started (Thrift servers first), and their children."""
+        for name in ("plain-thrift-server", "thrift-server", "worker", "master"):
+            self.stop_process(name)
         if self in _RUNNING:
             _RUNNING.remove(self)
 

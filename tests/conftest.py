@@ -13,6 +13,7 @@ from targets import stop_shared
 
 _CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 _REPORT_KEY = pytest.StashKey[HarnessReport]()
+_MORE_REPORTS_KEY = pytest.StashKey[list[tuple[str, HarnessReport]]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +64,22 @@ def harness_report(request: pytest.FixtureRequest, harness: Harness) -> HarnessR
     return report
 
 
+@pytest.fixture(scope="session")
+def harness_config(request: pytest.FixtureRequest) -> HarnessConfig:
+    """The run's harness configuration (seed and knobs, shown in the header)."""
+    return request.config.stash[_CONFIG_KEY]
+
+
+@pytest.fixture(scope="session")
+def record_harness_report(request: pytest.FixtureRequest):
+    """`record(title, report)`: print another harness run's summary at the end (thrift)."""
+
+    def record(title: str, report: HarnessReport) -> None:
+        request.config.stash.setdefault(_MORE_REPORTS_KEY, []).append((title, report))
+
+    return record
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the loopback Spark cluster if a test started one (`targets.shared_cluster`)."""
     stop_shared()
@@ -76,3 +93,6 @@ def pytest_terminal_summary(
     if report is not None:
         terminalreporter.write_sep("-", "ivm harness")
         terminalreporter.write_line(report.summary())
+    for title, more in config.stash.get(_MORE_REPORTS_KEY, []):
+        terminalreporter.write_sep("-", title)
+        terminalreporter.write_line(more.summary())

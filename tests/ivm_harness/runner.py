@@ -66,6 +66,8 @@ class HarnessConfig:
             the harness fail.
         target: `IVM_TEST_TARGET`: `session` (embedded Spark, default), `thrift` (a loopback
             cluster started for the run) or `thrift://host:port` (see `tests/targets.py`).
+        plan: `IVM_ROUND_PLAN=mixed,empty,mixed`: the kinds of the change rounds instead of
+            `ROUND_PLAN` (then `rounds` is its length); the thrift subset runs a shorter plan.
     """
 
     seed: int
@@ -75,6 +77,7 @@ class HarnessConfig:
     threads: int = 4
     corrupt: tuple[str, int] | None = None
     target: str = "session"
+    plan: tuple[str, ...] = ROUND_PLAN
 
     @classmethod
     def from_env(cls, seed: int | None = None) -> HarnessConfig:
@@ -86,9 +89,16 @@ class HarnessConfig:
         if env.get("IVM_HARNESS_CORRUPT"):
             name, _, rnd = env["IVM_HARNESS_CORRUPT"].partition(":")
             corrupt = (name, int(rnd) if rnd else 1)
+        plan = ROUND_PLAN
+        if env.get("IVM_ROUND_PLAN"):
+            plan = tuple(k.strip() for k in env["IVM_ROUND_PLAN"].split(",") if k.strip())
+            unknown = set(plan) - {"mixed", "noop", "empty"}
+            if unknown:
+                raise ValueError(f"IVM_ROUND_PLAN: unknown round kinds {sorted(unknown)}")
         return cls(
             seed=seed,
-            rounds=int(env.get("IVM_ROUNDS", str(len(ROUND_PLAN)))),
+            plan=plan,
+            rounds=int(env.get("IVM_ROUNDS", str(len(plan)))),
             materialization=env.get("IVM_HARNESS_MATERIALIZATION", "ivm"),
             adapter_type=env.get("IVM_HARNESS_ADAPTER", "spark_ivm"),
             threads=int(env.get("IVM_HARNESS_THREADS", "4")),
@@ -97,9 +107,9 @@ class HarnessConfig:
         )
 
 
-def round_kinds(change_rounds: int) -> list[str]:
+def round_kinds(change_rounds: int, plan: Sequence[str] = ROUND_PLAN) -> list[str]:
     """`build` followed by the kinds of the change rounds."""
-    kinds = list(ROUND_PLAN[:change_rounds])
+    kinds = list(plan[:change_rounds])
     kinds += ["mixed"] * (change_rounds - len(kinds))
     return ["build", *kinds]
 
@@ -450,9 +460,11 @@ class Harness:
     ) -> str:
         """The failure message: what, where, how to replay, the round's changes, the data."""
         c = self.config
-        rounds = len(round_kinds(c.rounds)) - 1
+        rounds = len(round_kinds(c.rounds, c.plan)) - 1
         table_names = [t.name for t in family.tables]
         target = "" if c.target == "session" else f"IVM_TEST_TARGET={c.target} "
+        if c.plan != ROUND_PLAN:
+            target += f"IVM_ROUND_PLAN={','.join(c.plan)} "
         parts = [
             f"family {family.name}: round {log.number} of {rounds} ({log.kind}), seed {c.seed}",
             (
@@ -498,7 +510,7 @@ class Harness:
         names = [f.name for f in self.families]
         for fam in self.families:
             self.report.failures[fam.name] = []
-        for number, kind in enumerate(round_kinds(self.config.rounds)):
+        for number, kind in enumerate(round_kinds(self.config.rounds, self.config.plan)):
             t0 = time.monotonic()
             log = self.apply_changes(number, kind)
             t1 = time.monotonic()

@@ -1,0 +1,203 @@
+"""The plugin on a Spark cluster: `method: thrift` against a Thrift server whose catalog is
+Iceberg, on a standalone master and worker started on loopback from the pyspark install
+(`cluster.py`; warehouse and metastore in a temporary folder; stopped at the end of the module,
+also on failure).
+
+The same test code as the embedded runs: the differential harness for a representative subset
+of families (inner joins, outer joins, aggregates with MIN/MAX, DISTINCT, a merge-on-read base
+table) and every outer-join case. Over thrift the refresh reads changelogs through Iceberg's
+`create_changelog_view` procedure (the session method reads the raw scan), so this is a
+different capture path, not a repetition. Also: `method: session` with the cluster as
+`spark.master`, and the errors of an unreachable server and of a server without Iceberg.
+
+`IVM_TEST_TARGET=thrift://host:port` runs it against a Thrift server you started instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster import free_port
+from ivm_harness.families import FAMILIES
+from ivm_harness.runner import ROUND_PLAN, Harness, HarnessConfig, HarnessReport
+from ivm_harness.spec import collect_tables
+from small_project import SmallProject
+from targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
+from test_outer_join_cases import CASES, Case, build_and_refresh, check_case
+
+#: Families of the differential harness that run through thrift in the default suite.
+THRIFT_FAMILIES = (
+    "join3_agg",  # 3-way inner join, count/sum/avg, MIN and MAX
+    "left_join_agg",  # outer join under an aggregate with MIN/MAX
+    "distinct_join",  # DISTINCT over a join
+    "agg_mor_base",  # merge-on-read base table: version diff instead of the changelog
+)
+#: Change rounds of the thrift subset (the default plan has 5): the first changes the state the
+#: build wrote, `empty` removes every group, the last refills a state refreshes wrote.
+THRIFT_PLAN = ("mixed", "empty", "mixed")
+
+
+def _target() -> str:
+    """`thrift` (the loopback cluster) unless IVM_TEST_TARGET names a Thrift server."""
+    target = default_target()
+    return target if is_thrift(target) else THRIFT
+
+
+@pytest.fixture(scope="module")
+def cluster_target() -> Iterator[str]:
+    """Starts the loopback cluster (unless a server is named) for this module; stops it after."""
+    target = _target()
+    if target == THRIFT:
+        shared_cluster()  # fails with the process's log when the cluster cannot start
+    yield target
+    if target == THRIFT and default_target() != THRIFT:
+        stop_shared()  # IVM_TEST_TARGET=thrift: other modules still use it (stopped at exit)
+
+
+@pytest.fixture(scope="module")
+def thrift_report(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    cluster_target: str,
+    harness_config: HarnessConfig,
+    record_harness_report,
+) -> HarnessReport:
+    """The harness's rounds for THRIFT_FAMILIES (those selected), all through thrift."""
+    selected = {
+        item.callspec.params["thrift_family"]
+        for item in request.session.items
+        if "thrift_family" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    families = [f for f in FAMILIES if f.name in selected]
+    config = dataclasses.replace(harness_config, target=cluster_target)
+    if config.plan == ROUND_PLAN and config.rounds == len(ROUND_PLAN):  # not set by IVM_ROUND_PLAN
+        config = dataclasses.replace(config, plan=THRIFT_PLAN, rounds=len(THRIFT_PLAN))
+    h = Harness(
+        families,
+        config,
+        tmp_path_factory.mktemp("ivm_harness_thrift"),
+        all_tables=collect_tables(FAMILIES),
+    )
+    try:
+        h.setup()
+        report = h.run_rounds()
+        record_harness_report(f"ivm harness through {cluster_target}", report)
+        return report
+    finally:
+        if h._conn is not None:
+            h.conn.close()
+
+
+@pytest.mark.parametrize("thrift_family", THRIFT_FAMILIES)
+def test_family_thrift(thrift_family: str, thrift_report: HarnessReport) -> None:
+    """The family's relation matched its SELECT after the build and every round, over thrift."""
+    failures = thrift_report.failures.get(thrift_family)
+    assert failures is not None, f"family {thrift_family} did not run"
+    if failures:
+        pytest.fail(failures[0].text, pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def outer_refreshed(
+    tmp_path_factory: pytest.TempPathFactory, cluster_target: str
+) -> Iterator[SmallProject]:
+    r = build_and_refresh(tmp_path_factory.mktemp("outer_cases_thrift"), cluster_target)
+    yield r
+    r.conn.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_outer_join_case_thrift(case: Case, outer_refreshed: SmallProject) -> None:
+    check_case(case, outer_refreshed)
+
+
+# ------------------------------------------------------------------------------------------------
+# method: session with the cluster as spark.master (item 2)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_session_driver_on_cluster_master(tmp_path: Path) -> None:
+    """`method: session` + `spark.master: spark://...`: the driver in the dbt process (its own
+    process here), executors from the loopback master; build, refresh, `ivm_consistent`."""
+    cluster = shared_cluster()
+    script = Path(__file__).with_name("session_on_cluster.py")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            cluster.master_url,
+            str(cluster.master_web_port),
+            str(tmp_path),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, (
+        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    out = json.loads(lines[-1].removeprefix("RESULT "))
+    assert out["master"] == cluster.master_url, out
+    apps = {a["name"]: a["cores"] for a in out["active_apps"]}
+    assert apps.get("spark-ivm-session-on-cluster", 0) >= 1, out["active_apps"]
+    assert out["build"]["success"], out["build"]
+    assert out["build"]["messages"][0].startswith("built"), out["build"]
+    assert out["refresh"]["success"], out["refresh"]
+    assert out["refresh"]["messages"][0].startswith("refreshed"), out["refresh"]
+    assert out["test"]["success"] and out["test"]["statuses"] == ["pass"], out["test"]
+    assert out["difference"] == [[0], [0]], out["difference"]
+    assert out["rows"] == 3, out  # segments a, b, c after the changes
+
+
+# ------------------------------------------------------------------------------------------------
+# errors a cluster user meets (item 5)
+# ------------------------------------------------------------------------------------------------
+
+
+def _failing_run(root: Path, output: dict) -> str:
+    """`dbt run` of a one-model ivm project with this profile output; its failure text."""
+    project = SmallProject(root, "cluster_errors", "cluster_errors", target="session")
+    project.model("m", "select 1 as x")
+    profile = {"cluster_errors": {"target": "dev", "outputs": {"dev": output}}}
+    (root / "profiles.yml").write_text(json.dumps(profile))
+    res = project.dbt("run")
+    assert not res.success
+    results = getattr(res.result, "results", None) or []
+    return "\n".join([str(r.message) for r in results] + [str(res.exception)])
+
+
+def test_thrift_server_unreachable(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    output = {
+        "type": "spark_ivm",
+        "method": "thrift",
+        "host": "127.0.0.1",
+        "port": port,
+        "user": "dbt",
+        "schema": "cluster_errors",
+    }
+    text = _failing_run(tmp_path, output)
+    assert f"cannot reach the Spark Thrift server at 127.0.0.1:{port}" in text, text
+    assert "hive.server2.thrift.port" in text, text
+
+
+def test_thrift_catalog_not_iceberg(tmp_path: Path) -> None:
+    """An ordinary Spark Thrift server (no Iceberg settings) is refused on the first connection,
+    with the server named and what it lacks."""
+    cluster = shared_cluster()
+    port = cluster.start_plain_thrift_server()
+    try:
+        text = _failing_run(tmp_path, {**cluster.thrift_profile("cluster_errors"), "port": port})
+    finally:
+        cluster.stop_process("plain-thrift-server")
+    assert f"the Spark Thrift server at 127.0.0.1:{port} does not use Apache Iceberg" in text, text
+    assert "spark.sql.catalog.spark_catalog is unset" in text, text
