@@ -35,6 +35,14 @@ from {SCHEMA}.lines l join {SCHEMA}.ords o on l.ok = o.ok join {SCHEMA}.custs c 
 group by c.nation"""
 
 
+# 'auto' keeps an aux state when the largest fact table has 10x the dimension's rows: 13
+# lines against 1 tag at the build.
+AUTO = "aux_auto"
+AUTO_SELECT = f"""select t.label, count(*) as n, sum(l.qty) as qty, max(l.price) as max_price
+from {SCHEMA}.lines l join {SCHEMA}.tags t on l.qty = t.qty
+group by t.label"""
+
+
 def _model(p: SmallProject, name: str, select: str, mode: str) -> None:
     p.model(name, f"{{{{ config(ivm_aux_states='{mode}') }}}}\n{select}")
 
@@ -44,12 +52,14 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("aux_states"), "aux_states", SCHEMA)
     _model(p, MODEL, SELECT, "always")
     _model(p, FLAT, REFUSED, "always")
+    _model(p, AUTO, AUTO_SELECT, "auto")
     p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     for name, columns in (
         ("lines", "ok int, price decimal(10,2), qty int"),
         ("ords", "ok int, cust int, status string"),
         ("custs", "cid int, nation int, name string"),
+        ("tags", "qty int, label string"),
     ):
         p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
         p.sql(f"CREATE TABLE {SCHEMA}.{name} ({columns}) USING iceberg")
@@ -61,6 +71,7 @@ def _check(p: SmallProject, context: str, aux: bool = True) -> str:
     message = messages[MODEL]
     assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, context)
     assert_equal_to_sql(p, f"{SCHEMA}.{FLAT}", REFUSED, context)
+    assert_equal_to_sql(p, f"{SCHEMA}.{AUTO}", AUTO_SELECT, context)
     assert ("aux state" in message) is aux, f"{context}: {message}"
     assert "aux state" not in messages[FLAT], f"{context}: {messages[FLAT]}"
     return message
@@ -83,8 +94,14 @@ def test_aux_state_follows_dimension_and_fact_changes(
         "(101, 5.50, NULL), (102, 99.99, 3), (102, 1.00, 4), (103, NULL, 5), (104, 7.00, 6), "
         "(104, 8.00, 7), (105, 60.00, 8), (106, 70.00, 9), (107, 80.00, 1), (NULL, 1.00, 1)"
     )
+    p.sql(f"INSERT INTO {SCHEMA}.tags VALUES (2, 'two')")
     message = _check(p, "build")
     assert "built" in message, message
+    auto = run_messages(p, "-s", AUTO)[AUTO]
+    assert "aux state" in auto, auto  # chosen at the build, kept while the SQL stays
+
+    p.sql(f"UPDATE {SCHEMA}.tags SET qty = 1 WHERE qty = 2")
+    _check(p, "the auto model's dimension changed")
 
     # A dimension change only: customer 2 moves nation, 4 gets one, 5 leaves 'zz' (its
     # orders enter the model), 3 is deleted, 9 appears (its order 107 starts to match).

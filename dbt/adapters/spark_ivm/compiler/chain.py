@@ -14,10 +14,10 @@ changed `ivm_aux_states` setting) and recorded in the view's properties with the
 queries, so a refresh does not plan the model again to find it.
 
     ivm_aux_states (model config, else the DBT_SPARK_IVM_AUX_STATES environment variable):
-      auto    (default) an auxiliary state where the split is exact and the largest fact
-              table holds at least 10x the dimension's rows;
+      auto    an auxiliary state where the split is exact and the largest fact table holds
+              at least 10x the dimension's rows;
       always  wherever the split is exact;
-      never   the flat plan.
+      never   (default, until a refresh with one is measured faster) the flat plan.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
 MODES = ("auto", "always", "never")
+#: Off unless asked for: on bench SF 1 (0.1 % changed, loaded machine) nation_revenue's
+#: refresh took 44 s with its auxiliary state against 10.6 s flat (docs/dataflow.md).
+DEFAULT_MODE = "never"
 #: View properties recording the choice: "<mode>:<hash of the model SQL>", and the queries.
 CHOICE = "ivm.aux_choice"
 AUX_SQL = "ivm.aux_sql"
@@ -43,7 +46,7 @@ TOP_SQL = "ivm.top_sql"
 
 def aux_mode(configured: str | None, model: str) -> str:
     """The model's `ivm_aux_states` setting (config, else environment, else auto)."""
-    value = configured if configured is not None else os.environ.get(AUX_ENV, "auto")
+    value = configured if configured is not None else os.environ.get(AUX_ENV, DEFAULT_MODE)
     mode = str(value).strip().lower()
     if mode not in MODES:
         raise IvmError(
@@ -67,7 +70,7 @@ class ChainMaintainer:
     target: Target
     existing: str | None
     full_refresh: bool = False
-    mode: str = "auto"
+    mode: str = DEFAULT_MODE
     log: Callable[[str], None] = print
     timings: list[tuple[str, float]] = field(default_factory=list)
     known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
@@ -113,6 +116,7 @@ class ChainMaintainer:
         the_plan = flat._plan(self.target.schema.lower())
         split = aux_state.split(the_plan) if self.mode != "never" else "ivm_aux_states=never"
         dim_rows = fact_rows = None
+        possible = not isinstance(split, str)
         if not isinstance(split, str):
             sizes = self._rows([split.dimension, *split.facts])
             dim_rows = sizes.get(split.dimension)
@@ -122,6 +126,8 @@ class ChainMaintainer:
                     f"the facts ({fact_rows} rows) are not 10x {split.dimension} ({dim_rows} rows)"
                 )
         if isinstance(split, str):
+            if self.mode == "always" or possible:
+                self.log(f"ivm model '{self.model}': no aux state: {split}")
             if had_aux:
                 self._drop_aux()
             reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
@@ -187,7 +193,7 @@ class ChainMaintainer:
         """Each relation's row count from its latest snapshot's summary (no data read)."""
         parts = [
             f"SELECT {i} AS i, CAST(summary['total-records'] AS BIGINT) AS n FROM "
-            f"(SELECT summary FROM {sql(table(r + '.snapshots'))} "
+            f"(SELECT summary FROM {sql(table(r))}.`snapshots` "
             "ORDER BY committed_at DESC LIMIT 1)"
             for i, r in enumerate(relations)
         ]
