@@ -16,6 +16,7 @@ The thrift tests of the default suite (`test_thrift_cluster.py`) ask for `thrift
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -48,11 +49,14 @@ def shared_cluster() -> LoopbackCluster:
 
 
 def stop_shared() -> None:
-    """Stop the loopback cluster if this process started one."""
+    """Stop the loopback cluster if this process started one, and delete its folder (logs,
+    warehouse, metastore: 50-150 MB a run) unless IVM_KEEP_CLUSTER_FILES is set."""
     global _CLUSTER
     with _LOCK:
         if _CLUSTER is not None:
             _CLUSTER.stop()
+            if not os.environ.get("IVM_KEEP_CLUSTER_FILES"):
+                shutil.rmtree(_CLUSTER.root, ignore_errors=True)
             _CLUSTER = None
 
 

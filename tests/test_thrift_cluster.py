@@ -29,7 +29,7 @@ from ivm_harness.runner import ROUND_PLAN, Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
 from small_project import SmallProject
 from targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
-from test_outer_join_cases import CASES, Case, build_and_refresh, check_case
+from test_outer_join_cases import CASES, SCHEMA, Case, build_and_refresh, check_case
 
 #: Families of the differential harness that run through thrift in the default suite.
 THRIFT_FAMILIES = (
@@ -115,6 +115,37 @@ def outer_refreshed(
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_outer_join_case_thrift(case: Case, outer_refreshed: SmallProject) -> None:
     check_case(case, outer_refreshed)
+
+
+def _test_statuses(r: SmallProject, *args: str) -> tuple[bool, dict[str, str]]:
+    """`dbt test` (args appended): success, and each test's status by its model."""
+    res = r.dbt("test", *args)
+    results = getattr(res.result, "results", None) or []
+    statuses = {
+        str(res_.node.attached_node or res_.node.name).rsplit(".", 1)[-1]: str(
+            getattr(res_.status, "value", res_.status)
+        )
+        for res_ in results
+    }
+    return bool(res.success), statuses
+
+
+def test_ivm_consistent_thrift(outer_refreshed: SmallProject) -> None:
+    """`dbt test` with `ivm_consistent` over thrift passes on every refreshed case model, and
+    fails on one whose state gained a duplicated data row. Runs after the case checks (it
+    damages one state); the module's last use of the project."""
+    r = outer_refreshed
+    tests = {
+        "version": 2,
+        "models": [{"name": c.name, "data_tests": ["ivm_consistent"]} for c in CASES],
+    }
+    (r.root / "models" / "consistency.yml").write_text(json.dumps(tests))
+    ok, statuses = _test_statuses(r)
+    assert ok and statuses == {c.name: "pass" for c in CASES}, statuses
+    victim = f"{SCHEMA}.{CASES[0].name}__ivm_state"
+    r.sql(f"INSERT INTO {victim} SELECT * FROM {victim} WHERE __ivm_row__ = 0 LIMIT 1")
+    ok, statuses = _test_statuses(r, "--select", CASES[0].name)
+    assert not ok and statuses == {CASES[0].name: "fail"}, statuses
 
 
 # ------------------------------------------------------------------------------------------------
