@@ -139,6 +139,31 @@ def test_aux_state_follows_dimension_and_fact_changes(
     _check(p, "after a failure between the two commits")
 
 
+UNGROUPED = "aux_ungrouped"
+UNGROUPED_SELECT = f"""select count(*) as n, count(l.qty) as n_qty, sum(l.qty) as qty,
+       max(l.price) as max_price
+from {SCHEMA}.lines l join {SCHEMA}.ords o on l.ok = o.ok join {SCHEMA}.custs c on o.cust = c.cid
+where c.nation = 999"""
+
+
+def test_aux_state_of_an_ungrouped_aggregate(project: SmallProject) -> None:
+    """One row always: over no rows its counts are 0 (not the NULL sum of no partial
+    counts), its sum and max NULL."""
+    p = project
+    _model(p, UNGROUPED, UNGROUPED_SELECT, "always")
+    for context, change in (
+        ("built over no rows", None),
+        ("a customer enters", f"UPDATE {SCHEMA}.custs SET nation = 999 WHERE cid = 1"),
+        ("its lines change", f"INSERT INTO {SCHEMA}.lines VALUES (109, 2.00, NULL)"),
+        ("it leaves again", f"UPDATE {SCHEMA}.custs SET nation = 1 WHERE cid = 1"),
+    ):
+        if change is not None:
+            p.sql(change)
+        message = run_messages(p, "-s", UNGROUPED)[UNGROUPED]
+        assert "aux state" in message, f"{context}: {message}"
+        assert_equal_to_sql(p, f"{SCHEMA}.{UNGROUPED}", UNGROUPED_SELECT, context)
+
+
 def test_aux_state_switched_off_and_on(project: SmallProject) -> None:
     p = project
     aux_view = aux_target(Target(SCHEMA, MODEL)).view

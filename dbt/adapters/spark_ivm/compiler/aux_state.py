@@ -175,6 +175,9 @@ def split(the_plan: Plan) -> AuxSplit | str:
         combined: exp.Expression = exp.func(combine, col(name, AUX_ALIAS))
         if sum_type is not None:
             combined = exp.cast(combined, exp.DataType.build(sum_type, dialect="spark"))
+        if agg.kind in (AggKind.COUNT_STAR, AggKind.COUNT) and not query.group_by:
+            # An ungrouped count over no rows is 0; the sum of no partial counts is NULL.
+            combined = exp.func("coalesce", combined, exp.Literal.number(0))
         call_map[agg.call] = combined
 
     # A: the facts joined as in the model, grouped by the join keys and fact group keys.
