@@ -79,6 +79,10 @@ def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
             "spark.cores.max": "2",
             "spark.executor.cores": "2",
             "spark.executor.memory": "1g",
+            # Each connection is a session with its own Iceberg catalog, which caches a table it
+            # loaded for 30 s: a long-lived session then reads an ivm state as it was before a
+            # refresh that another session committed (seen: test_min_max_lists over thrift).
+            "spark.sql.catalog.spark_catalog.cache-enabled": "false",
             # The server keeps every job, stage, task, SQL execution and statement for its UI
             # listeners (UI off or not): with Spark's defaults (100,000 tasks) a test run's
             # thousands of small statements filled a 2 GiB driver heap and it spent its time

@@ -37,6 +37,8 @@ logger = AdapterLogger("SparkIvm")
 #: What the ivm materialization needs of a server's session catalog and SQL extensions.
 ICEBERG_CATALOG_PACKAGE = "org.apache.iceberg.spark."
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+#: Iceberg's per-session table cache on a Thrift server (see `_open_thrift`).
+CACHE_SETTING = "spark.sql.catalog.spark_catalog.cache-enabled"
 #: Where a user finds a Thrift server's start command with Iceberg.
 SERVER_HELP = "the README's 'On a Spark cluster' section shows a Thrift server started with Iceberg"
 
@@ -148,6 +150,14 @@ class SparkIvmConnectionManager(SparkConnectionManager):
                     f"spark.sql.extensions={ICEBERG_EXTENSIONS}, the Iceberg runtime jar in "
                     f"--jars and --driver-class-path); {SERVER_HELP}."
                 )
+            if _server_setting(connection, CACHE_SETTING) != "false":
+                logger.warning(
+                    f"spark_ivm: the Spark Thrift server at {address} caches Iceberg tables per "
+                    f"session ({CACHE_SETTING} is not false): a connection that read an ivm "
+                    "model may see it as it was before a refresh committed by another "
+                    "connection, for up to 30 s. Start the server with "
+                    f"--conf {CACHE_SETTING}=false."
+                )
             with _CHECK_LOCK:
                 _CHECKED_SERVERS.add(key)
         return connection
@@ -192,7 +202,7 @@ class SparkIvmConnectionManager(SparkConnectionManager):
 def _server_setting(connection: Connection, key: str) -> str | None:
     """A Spark setting of the connection's server session (None when unset)."""
     cursor = connection.handle.cursor()
-    cursor.execute(f"SET {key}")
+    cursor.execute(f"SET `{key}`")  # quoted: a key with a hyphen is a syntax error otherwise
     rows = cursor.fetchall() or []
     value = str(rows[0][1]).strip() if rows else ""
     return None if value in ("", "<undefined>") else value
