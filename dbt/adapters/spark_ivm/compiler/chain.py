@@ -45,7 +45,7 @@ TOP_SQL = "ivm.top_sql"
 
 
 def aux_mode(configured: str | None, model: str) -> str:
-    """The model's `ivm_aux_states` setting (config, else environment, else auto)."""
+    """The model's `ivm_aux_states` setting (config, else environment, else never)."""
     value = configured if configured is not None else os.environ.get(AUX_ENV, DEFAULT_MODE)
     mode = str(value).strip().lower()
     if mode not in MODES:
@@ -89,21 +89,21 @@ class ChainMaintainer:
         return Maintainer(**{**base, **kwargs})
 
     def _properties(self, relation: str) -> dict[str, str] | None:
+        """The relation's properties (None: no such relation), kept for the maintainers."""
         start = time.monotonic()
         try:
-            return table_properties(self.executor.fetch, relation)
+            found = table_properties(self.executor.fetch, relation)
         except Exception:  # noqa: BLE001 - no such relation
             return None
         finally:
             self.timings.append(("properties", time.monotonic() - start))
+        self.known[relation] = found
+        return found
 
     def run(self) -> Outcome:
         digest = sql_hash(self.compiled_sql)
         choice = f"{self.mode}:{digest}"
-        found = self._properties(self.target.view) if self.existing == "view" else None
-        props = found or {}
-        if found is not None:
-            self.known[self.target.view] = found
+        props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
         had_aux = AUX_SQL in props
         if props.get(CHOICE) == choice and not self.full_refresh:
             if had_aux and TOP_SQL in props:
@@ -112,9 +112,12 @@ class ChainMaintainer:
                 return self._flat(choice, None)
         # The choice is not recorded for this SQL and setting: plan the model to make it.
         changed = CHOICE in props and props[CHOICE].split(":", 1)[-1] == digest
-        flat = self._maintainer()
-        the_plan = flat._plan(self.target.schema.lower())
-        split = aux_state.split(the_plan) if self.mode != "never" else "ivm_aux_states=never"
+        # Planned here only to choose: with `never` there is nothing to choose.
+        split = (
+            aux_state.split(self._maintainer()._plan(self.target.schema.lower()))
+            if self.mode != "never"
+            else "ivm_aux_states=never"
+        )
         dim_rows = fact_rows = None
         possible = not isinstance(split, str)
         if not isinstance(split, str):
@@ -151,10 +154,7 @@ class ChainMaintainer:
 
     def _chain(self, aux_sql: str, top_sql: str, choice: str, reason: str | None) -> Outcome:
         target = aux_target(self.target)
-        found = self._properties(target.view)
-        exists = found is not None
-        if found is not None:
-            self.known[target.view] = found
+        exists = self._properties(target.view) is not None
         aux = self._maintainer(
             model=f"{self.model}__ivm_aux",
             compiled_sql=aux_sql,
