@@ -41,7 +41,7 @@ from sqlglot import exp
 from dbt.adapters.spark_ivm.compiler.aggregates.rule import decimal_type
 from dbt.adapters.spark_ivm.compiler.ir import AggKind, JoinKind
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.templates import col, conj, sql, table
+from dbt.adapters.spark_ivm.compiler.templates import aliases, col, conj, conjuncts, sql, table
 
 #: Alias of the auxiliary state in the model's rewritten query.
 AUX_ALIAS = "__ivm_aux"
@@ -76,20 +76,6 @@ class AuxSplit:
         return sql(node)
 
 
-def _aliases(node: exp.Expression) -> set[str]:
-    return {c.table for c in node.find_all(exp.Column)}
-
-
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    if isinstance(node, exp.And):
-        return [c for part in node.flatten() for c in _conjuncts(part)]
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    return [node]
-
-
 def exact_sum_type(arg_type: str | None) -> str | None:
     """Spark's result type of sum(x) when summing partial sums gives it exactly (see the
     module docstring), else None. `bigint` for integral x; decimal(p + 10, s) for
@@ -122,10 +108,10 @@ def split(the_plan: Plan) -> AuxSplit | str:
     dim_where: list[exp.Expression] = []
     fact_keys: list[exp.Expression] = []
     dim_keys: list[exp.Expression] = []
-    for conjunct in [*_conjuncts(query.steps[-1].on), *_conjuncts(query.where)]:
+    for conjunct in [*conjuncts(query.steps[-1].on), *conjuncts(query.where)]:
         if isinstance(conjunct, exp.Boolean) and conjunct.this is True:
             continue
-        used = _aliases(conjunct)
+        used = aliases(conjunct)
         if conjunct.find(exp.Subquery, exp.Exists):
             return "a sub-query in a condition"
         if used <= fact_aliases and used:
@@ -134,7 +120,7 @@ def split(the_plan: Plan) -> AuxSplit | str:
             dim_where.append(conjunct)
         elif isinstance(conjunct, exp.EQ):
             a, b = conjunct.this, conjunct.expression
-            sa, sb = _aliases(a), _aliases(b)
+            sa, sb = aliases(a), aliases(b)
             if sa and sb and sa <= fact_aliases and sb == {dim.alias}:
                 fact_keys.append(a)
                 dim_keys.append(b)
@@ -151,7 +137,7 @@ def split(the_plan: Plan) -> AuxSplit | str:
     group_cols: list[exp.Expression] = []  # A's fact-side group keys
     key_map: dict[exp.Expression, exp.Expression] = {}
     for key in query.group_by:
-        used = _aliases(key)
+        used = aliases(key)
         if used and used <= fact_aliases:
             if key not in key_map:
                 key_map[key] = col(f"aux_g{len(group_cols)}", AUX_ALIAS)
@@ -165,7 +151,7 @@ def split(the_plan: Plan) -> AuxSplit | str:
         combine = _COMBINE.get(agg.kind)
         if combine is None or agg.call.find(exp.Distinct):
             return f"the aggregate {sql(agg.call)} has no partial form"
-        if agg.arg is not None and not (_aliases(agg.arg) and _aliases(agg.arg) <= fact_aliases):
+        if agg.arg is not None and not (aliases(agg.arg) and aliases(agg.arg) <= fact_aliases):
             return f"the aggregate {sql(agg.call)} reads {dim.alias}"
         sum_type = exact_sum_type(the_plan.arg_types[i]) if agg.kind is AggKind.SUM else None
         if agg.kind is AggKind.SUM and sum_type is None:

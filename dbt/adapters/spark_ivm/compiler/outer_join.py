@@ -35,13 +35,9 @@ from dbt.adapters.spark_ivm.compiler.delta import (
 )
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind, JoinStep
-from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match
+from dbt.adapters.spark_ivm.compiler.templates import aliases, col, null_safe_match
 
 KEYS = "__ivm_keys"
-
-
-def _aliases(node: exp.Expression) -> set[str]:
-    return {c.table for c in node.find_all(exp.Column)}
 
 
 def equi_keys(
@@ -60,7 +56,7 @@ def equi_keys(
         if not isinstance(conjunct, exp.EQ):
             continue
         a, b = conjunct.this, conjunct.expression
-        sa, sb = _aliases(a), _aliases(b)
+        sa, sb = aliases(a), aliases(b)
         if sa and sb and sa <= left and sb <= right:
             lefts.append(a)
             rights.append(b)

@@ -42,7 +42,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.delta import Term
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
-from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+from dbt.adapters.spark_ivm.compiler.templates import col, conjuncts, sql, table
 
 # Iceberg stops evaluating an IN list against file statistics beyond 200 values; the range
 # alone still prunes when the keys are clustered.
@@ -79,16 +79,6 @@ class KeyRange:
     runs: tuple[tuple[str, str], ...] | None = None
 
 
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.left), *_conjuncts(node.right)]
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    return [node]
-
-
 def key_links(query: Query) -> list[KeyLink]:
     """Every (delta input, other input) pair a key filter can be derived for, both ways."""
     by_alias = {inp.alias: i for i, inp in enumerate(query.inputs)}
@@ -97,7 +87,7 @@ def key_links(query: Query) -> list[KeyLink]:
         (step.index, step.on) for step in query.steps
     ]
     nodes.append((None, query.where))
-    for step, conjunct in ((s, c) for s, n in nodes for c in _conjuncts(n)):
+    for step, conjunct in ((s, c) for s, n in nodes for c in conjuncts(n)):
         if not isinstance(conjunct, exp.EQ):
             continue
         left, right = conjunct.this, conjunct.expression

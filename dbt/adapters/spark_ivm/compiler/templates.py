@@ -83,3 +83,19 @@ def null_safe_match(left: list[exp.Expression], right: list[exp.Expression]) -> 
     return exp.and_(
         *(exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right))
     )
+
+
+def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    """The AND-ed parts of a condition (parentheses looked through), `[]` for None."""
+    if node is None:
+        return []
+    if isinstance(node, exp.And):
+        return [*conjuncts(node.left), *conjuncts(node.right)]
+    if isinstance(node, exp.Paren):
+        return conjuncts(node.this)
+    return [node]
+
+
+def aliases(node: exp.Expression) -> set[str]:
+    """The table aliases an expression's columns are qualified with."""
+    return {c.table for c in node.find_all(exp.Column)}
