@@ -108,3 +108,26 @@ def test_a_model_reading_a_map_column_is_refused_naming_it_and_one_not_reading_i
         analyze("select k, m['x'] as v from t", "m1", schemas, "s")
     q = analyze("select k, a from t", "m2", schemas, "s")
     assert q.columns_read() == {"s.t": ["k", "a"]}
+
+
+def test_a_filter_clause_folds_into_its_argument_and_one_it_cannot_fold_is_refused():
+    import pytest
+
+    from dbt.adapters.spark_ivm.compiler.analyze import analyze
+    from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+
+    schemas = {"s.t": [("k", "string"), ("x", "int")]}
+    q = analyze(
+        "select k, sum(x) filter (where x > 1) as s, count_if(x < 0) as n from t group by k",
+        "m1",
+        schemas,
+        "s",
+    )
+    assert [a.call.sql("spark") for a in q.aggregates] == [
+        "SUM(CASE WHEN t.x > 1 THEN t.x END)",
+        "COUNT(CASE WHEN t.x < 0 THEN 1 END)",
+    ]
+    with pytest.raises(UnsupportedQueryError, match=r"'m2'.*FILTER clause on first\(\)"):
+        analyze(
+            "select k, first(x) filter (where x > 1) as f from t group by k", "m2", schemas, "s"
+        )

@@ -158,6 +158,24 @@ FAMILIES: list[Family] = [
         group by k2, flag
         """,
     ),
+    # --- FILTER clauses and count_if (folded into guarded arguments) ----------------------------
+    Family(
+        "agg_filter",
+        (T1,),
+        """
+        select k1,
+               count(*) filter (where i > 0) as n_pos,
+               count_if(flag) as n_flag,
+               sum(d) filter (where k2 is not null and x > 0) as sum_d,
+               avg(x) filter (where flag) as avg_x,
+               min(i) filter (where dt >= date'2024-06-01') as min_i,
+               max(b) filter (where not flag or flag is null) as max_b,
+               count(distinct k2) filter (where i is null) as nd_k2
+        from {{ source('base', 't1') }}
+        group by k1
+        having count(*) filter (where i > 0 or x is null) > 0 or max(x) is null
+        """,
+    ),
     # --- expressions before aggregation ----------------------------------------------------------
     Family(
         "agg_arg_exprs",

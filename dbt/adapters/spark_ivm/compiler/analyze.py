@@ -22,6 +22,7 @@ from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 
+from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.ir import (
     AggKind,
@@ -195,8 +196,6 @@ def _join_kind(join: exp.Join, model: str) -> JoinKind:
 
 
 def _aggregate_of(call: exp.Expression, model: str) -> Aggregate:
-    if isinstance(call, exp.Filter) or call.find(exp.Filter):
-        raise UnsupportedQueryError(model, "aggregate FILTER clause", _fragment(call))
     arg = call.this if isinstance(call, exp.AggFunc) else None
     if isinstance(call, exp.Count):
         if isinstance(arg, exp.Star):
@@ -240,7 +239,7 @@ def analyze(
     """
     tree = _parse(sql, model)
     _check_constructs(tree, model)
-    tree = _normalise(tree, model, schemas, default_db)
+    tree = unfilter(_normalise(tree, model, schemas, default_db), model)
     if tree.args.get("with_"):
         raise UnsupportedQueryError(
             model, "a CTE that does not flatten into one SELECT", _fragment(tree.args["with_"])
