@@ -18,10 +18,18 @@
         sql, this.schema, this.identifier,
         existing.type if existing is not none else none,
         should_full_refresh(),
-        config.get('ivm_aux_states')) -%}
+        config.get('ivm_aux_states'),
+        config.get('ivm_unsupported')) -%}
 
   {%- if result['mode'] == 'build' and existing is not none -%}
     {{ adapter.drop_relation(existing) }}
+  {%- elif result['mode'] == 'rebuild' -%}
+    {#- ivm_unsupported='rebuild': a table written in full (CREATE OR REPLACE keeps the old
+        one until the new one commits; a maintained model's view must make way for it) -#}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- if existing is not none and existing.type == 'view' -%}
+      {{ adapter.drop_relation(existing) }}
+    {%- endif -%}
   {%- endif -%}
 
   {% call statement('main') -%}

@@ -14,6 +14,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_ivm.compiler import fallback
 from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
@@ -74,21 +75,34 @@ class IvmJinjaApi:
         existing_type: str | None,
         full_refresh: bool,
         aux_states: str | None = None,
+        unsupported: str | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
-        `aux_states` is the model's `ivm_aux_states` config (`compiler/chain.py`)."""
+        `aux_states` is the model's `ivm_aux_states` config (`compiler/chain.py`),
+        `unsupported` its `ivm_unsupported` config (`compiler/fallback.py`)."""
+        executor = _ConnectionExecutor(self)
+        target = Target(schema, identifier)
         try:
+            on_refusal = fallback.unsupported_mode(unsupported, model_name)
             maintainer = ChainMaintainer(
-                executor=_ConnectionExecutor(self),
+                executor=executor,
                 model=model_name,
                 compiled_sql=compiled_sql,
-                target=Target(schema, identifier),
+                target=target,
                 existing=existing_type,
                 full_refresh=bool(full_refresh),
                 mode=aux_mode(aux_states, model_name),
                 log=logger.info,
             )
-            outcome = maintainer.run()
+            try:
+                outcome = maintainer.run()
+            except IvmError as e:
+                construct = fallback.refusal(e)
+                if on_refusal != "rebuild" or construct is None:
+                    raise
+                outcome = fallback.rebuild(
+                    executor, model_name, compiled_sql, target, existing_type, construct
+                )
         except IvmError as e:
             raise DbtRuntimeError(str(e)) from e
         logger.info(f"ivm model '{model_name}': {outcome.summary}")

@@ -31,7 +31,13 @@ class BaseRelationError(IvmError):
     def __init__(self, model: str, relation: str, problem: str, hint: str = "") -> None:
         self.model = model
         self.relation = relation
+        self.problem = problem
         super().__init__(f"ivm model '{model}': base relation {relation} {problem}. {hint}".strip())
+
+
+class UncapturableBaseError(BaseRelationError):
+    """A base relation whose changes no capture method can read (not an Iceberg table): a
+    refusal, like `UnsupportedQueryError`, not a failure of reading."""
 
 
 class InjectedFailure(IvmError):

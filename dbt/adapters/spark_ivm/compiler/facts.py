@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 from dbt.adapters.spark_ivm.compiler import base_tables, render
 from dbt.adapters.spark_ivm.compiler.aggregates import keep_from_env
 from dbt.adapters.spark_ivm.compiler.analyze import analyze, base_relations
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, UncapturableBaseError
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
@@ -155,7 +155,7 @@ class FactsReader:
             except Exception as e:
                 raise BaseRelationError(self.model, relation, "cannot be read", str(e)[:300]) from e
             if not is_iceberg(props):
-                raise BaseRelationError(
+                raise UncapturableBaseError(
                     self.model,
                     relation,
                     "is not an Apache Iceberg table (views, seeds and parquet/hive tables have "

@@ -1,0 +1,128 @@
+"""`ivm_unsupported='rebuild'`: a model the compiler refuses is rebuilt in full every run.
+
+The user-visible outcomes: the run succeeds and its message names the refused construct; the
+relation equals its SQL after every base change; `dbt test` with `ivm_consistent` passes on
+it; a model that becomes maintainable (or stops being so) switches between a maintained view
+and a rebuilt table, leaving no stale state behind; the default stays the precise error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from small_project import SmallProject
+
+SCHEMA = "ivm_fallback"
+WINDOW_SQL = (
+    "select k, x, rank() over (partition by k order by x) as r, "
+    f"sum(x) over (partition by k) as total from {SCHEMA}.base"
+)
+PLAIN_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.base group by k"
+PARQUET_SQL = f"select k, count(*) as n from {SCHEMA}.plain group by k"
+REBUILD = "{{ config(materialized='ivm', ivm_unsupported='rebuild') }}\n"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("fallback"), "fallback", SCHEMA)
+    p.start_spark()
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    for name in ("base", "plain"):
+        p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
+    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4), ('a', 2)")
+    p.sql(f"CREATE TABLE {SCHEMA}.plain (k string) USING parquet")
+    p.sql(f"INSERT INTO {SCHEMA}.plain VALUES ('a'), ('b'), (NULL), ('a')")
+    tests = {
+        "version": 2,
+        "models": [{"name": m, "data_tests": ["ivm_consistent"]} for m in ("ranked", "on_parquet")],
+    }
+    (p.root / "models" / "consistency.yml").write_text(json.dumps(tests))
+    return p
+
+
+def _write(p: SmallProject, name: str, header: str, select: str) -> None:
+    (p.root / "models" / f"{name}.sql").write_text(header + select)
+
+
+def _run(p: SmallProject, model: str) -> str:
+    result = p.dbt("run", "--select", model)
+    message = " ".join(str(r.message) for r in result.result.results) if result.result else ""
+    assert result.success, f"dbt run {model} failed: {message} {result.exception}"
+    return message
+
+
+def _tables(p: SmallProject) -> dict[str, bool]:
+    """Relations of the schema: name -> is it a view (SHOW VIEWS lists the views)."""
+    views = {r[1] for r in p.sql(f"SHOW VIEWS IN {SCHEMA}")}
+    return {r[1]: r[1] in views for r in p.sql(f"SHOW TABLES IN {SCHEMA}")}
+
+
+def _equal(p: SmallProject, relation: str, select: str) -> None:
+    assert p.bag(f"SELECT * FROM {SCHEMA}.{relation}") == p.bag(select), relation
+
+
+def test_a_window_model_is_rebuilt_each_run_and_switches_with_its_sql(project: SmallProject):
+    p = project
+    _write(p, "ranked", REBUILD, WINDOW_SQL)
+    message = _run(p, "ranked")
+    assert "rebuilt in full" in message and "window function" in message, message
+    assert _tables(p).get("ranked") is False, _tables(p)  # a table, not a view
+    _equal(p, "ranked", WINDOW_SQL)
+
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('b', 0), ('c', NULL), ('a', 2)")
+    p.sql(f"DELETE FROM {SCHEMA}.base WHERE x = 1")
+    _run(p, "ranked")
+    _equal(p, "ranked", WINDOW_SQL)
+    result = p.dbt("test", "--select", "ranked")
+    assert result.success, [str(r.message) for r in result.result.results]
+
+    # The SQL becomes maintainable: the model is built as a maintained view, then refreshed.
+    _write(p, "ranked", REBUILD, PLAIN_SQL)
+    message = _run(p, "ranked")
+    assert "full build" in message or "built" in message, message
+    assert _tables(p).get("ranked") is True and "ranked__ivm_state" in _tables(p), _tables(p)
+    p.sql(f"UPDATE {SCHEMA}.base SET x = x + 10 WHERE k = 'a'")
+    message = _run(p, "ranked")
+    assert "rebuilt" not in message and "built" not in message, message
+    _equal(p, "ranked", PLAIN_SQL)
+
+    # And back: the view and its state make way for the rebuilt table.
+    _write(p, "ranked", REBUILD, WINDOW_SQL)
+    message = _run(p, "ranked")
+    assert "window function" in message, message
+    relations = _tables(p)
+    assert relations.get("ranked") is False, relations
+    assert not [t for t in relations if t.startswith("ranked__")], relations
+    _equal(p, "ranked", WINDOW_SQL)
+
+
+def test_a_model_over_a_parquet_table_is_rebuilt_and_the_default_still_refuses(
+    project: SmallProject,
+):
+    p = project
+    _write(p, "on_parquet", "{{ config(materialized='ivm') }}\n", PARQUET_SQL)
+    result = p.dbt("run", "--select", "on_parquet")
+    assert not result.success
+    assert "on_parquet" not in _tables(p), _tables(p)
+
+    _write(p, "on_parquet", REBUILD, PARQUET_SQL)
+    message = _run(p, "on_parquet")
+    assert "rebuilt in full" in message and "not an Apache Iceberg table" in message, message
+    p.sql(f"INSERT INTO {SCHEMA}.plain VALUES ('c'), (NULL)")
+    _run(p, "on_parquet")
+    _equal(p, "on_parquet", PARQUET_SQL)
+    result = p.dbt("test", "--select", "on_parquet")
+    assert result.success, [str(r.message) for r in result.result.results]
+
+
+def test_an_unknown_setting_is_an_error_naming_it(project: SmallProject):
+    p = project
+    _write(
+        p, "bad_setting", "{{ config(materialized='ivm', ivm_unsupported='skip') }}\n", PLAIN_SQL
+    )
+    result = p.dbt("run", "--select", "bad_setting")
+    assert not result.success
+    message = " ".join(str(r.message) for r in result.result.results)
+    assert "ivm_unsupported = 'skip' is not one of error, rebuild" in message, message
