@@ -22,15 +22,14 @@ queries, so a refresh does not plan the model again to find it.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import aux_state, render
-from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.facts import Executor, Target, table_properties
 from dbt.adapters.spark_ivm.compiler.refresh import Handoff, Maintainer, Outcome, sql_hash
+from dbt.adapters.spark_ivm.compiler.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
@@ -46,14 +45,7 @@ TOP_SQL = "ivm.top_sql"
 
 def aux_mode(configured: str | None, model: str) -> str:
     """The model's `ivm_aux_states` setting (config, else environment, else never)."""
-    value = configured if configured is not None else os.environ.get(AUX_ENV, DEFAULT_MODE)
-    mode = str(value).strip().lower()
-    if mode not in MODES:
-        raise IvmError(
-            f"ivm model '{model}': ivm_aux_states = {value!r} is not one of "
-            f"{', '.join(MODES)} (set in the model's config or {AUX_ENV})."
-        )
-    return mode
+    return model_setting(model, "ivm_aux_states", configured, AUX_ENV, MODES, DEFAULT_MODE)
 
 
 def aux_target(target: Target) -> Target:

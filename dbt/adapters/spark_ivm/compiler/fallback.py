@@ -18,8 +18,6 @@ the next run finds a table without ivm state and builds the model (`refresh.py`)
 
 from __future__ import annotations
 
-import os
-
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
@@ -31,6 +29,7 @@ from dbt.adapters.spark_ivm.compiler.errors import (
 )
 from dbt.adapters.spark_ivm.compiler.facts import Executor, Target
 from dbt.adapters.spark_ivm.compiler.refresh import Outcome
+from dbt.adapters.spark_ivm.compiler.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 UNSUPPORTED_ENV = "DBT_SPARK_IVM_UNSUPPORTED"
@@ -41,14 +40,7 @@ FALLBACK = "ivm.fallback"
 
 def unsupported_mode(configured: str | None, model: str) -> str:
     """The model's `ivm_unsupported` setting (config, else environment, else error)."""
-    value = configured if configured is not None else os.environ.get(UNSUPPORTED_ENV, "error")
-    mode = str(value).strip().lower()
-    if mode not in MODES:
-        raise IvmError(
-            f"ivm model '{model}': ivm_unsupported = {value!r} is not one of "
-            f"{', '.join(MODES)} (set in the model's config or {UNSUPPORTED_ENV})."
-        )
-    return mode
+    return model_setting(model, "ivm_unsupported", configured, UNSUPPORTED_ENV, MODES, "error")
 
 
 def refusal(error: IvmError) -> str | None:
