@@ -448,4 +448,40 @@ FAMILIES: list[Family] = [
         group by c.segment, o.status
         """,
     ),
+    # --- dbt-style CTEs: filtered inputs joined, a CTE used twice, bracketed joins -------------
+    Family(
+        "cte_filtered_joins",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        with big as (
+            select oid, cust, amount, qty * 2 as qty2
+            from {{ source('base', 'orders') }}
+            where qty > 1 or amount is null
+        ),
+        housed as (
+            select cid, nation, upper(segment) as seg
+            from {{ source('base', 'customers') }}
+            where credit is not null
+        )
+        select h.seg, n.region, count(*) as n, count(b.oid) as n_orders, sum(b.amount) as total,
+               max(b2.qty2) as max_qty2, count(b2.oid) as n_pairs
+        from housed h
+        left join big b on b.cust = h.cid
+        left join big b2 on b2.cust = b.cust and b2.oid > b.oid
+        join {{ source('base', 'nations') }} n on n.nid = h.nation
+        group by h.seg, n.region
+        """,
+    ),
+    Family(
+        "cte_bracketed_left",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        with active as (select * from {{ source('base', 'customers') }} where segment <> 's1')
+        select o.oid, o.status, a.segment, n.nname
+        from ({{ source('base', 'orders') }} o left join active a on o.cust = a.cid)
+        left join (select nid, nname from {{ source('base', 'nations') }} where region <> 'r2') n
+          on n.nid = a.nation
+        where o.qty is null or o.qty > 0
+        """,
+    ),
 ]

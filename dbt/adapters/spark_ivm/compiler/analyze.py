@@ -1,8 +1,8 @@
 """analyze: a model's compiled SELECT -> the IR in `ir.py`, or an error naming the construct.
 
-Normalisation uses sqlglot's own optimizer passes (qualify, eliminate_subqueries,
-merge_subqueries, eliminate_ctes) so that sub-queries in FROM and CTEs that flatten into one
-SELECT are accepted, and every column is qualified with the alias of its input:
+Normalisation (`normalise.py`: sqlglot's qualify, CTE inlining, merging of filtered sub-queries into
+joins, then sqlglot's eliminate_subqueries, merge_subqueries, eliminate_ctes) makes sub-queries in
+FROM and CTEs that flatten into one SELECT acceptable, and every column qualified with its input:
 
 >>> q = analyze("select k, sum(x) s from db.t where x > 0 group by k", "m",
 ...             {"db.t": [("k", "string"), ("x", "int")]}, "db")
@@ -16,11 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError
-from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
-from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
-from sqlglot.optimizer.merge_subqueries import merge_subqueries
-from sqlglot.optimizer.qualify import qualify
+from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
@@ -32,6 +28,7 @@ from dbt.adapters.spark_ivm.compiler.ir import (
     JoinStep,
     Query,
 )
+from dbt.adapters.spark_ivm.compiler.normalise import normalise
 
 DIALECT = "spark"
 
@@ -135,34 +132,6 @@ def _check_constructs(tree: exp.Expression, model: str) -> None:
         raise UnsupportedQueryError(model, "DISTINCT ON", _fragment(tree.args["distinct"]))
 
 
-def _schema_for(schemas: Mapping[str, Sequence[tuple[str, str]]]) -> dict:
-    nested: dict[str, dict[str, dict[str, str]]] = {}
-    for key, columns in schemas.items():
-        db, _, table = key.partition(".")
-        nested.setdefault(db, {})[table] = {name: "string" for name, _ in columns}
-    return nested
-
-
-def _normalise(tree: exp.Expression, model: str, schemas: Mapping, default_db: str):
-    try:
-        tree = qualify(
-            tree,
-            schema=_schema_for(schemas),
-            dialect=DIALECT,
-            db=default_db,
-            quote_identifiers=False,
-            validate_qualify_columns=True,
-        )
-        tree = eliminate_subqueries(tree)
-        tree = merge_subqueries(tree)
-        tree = eliminate_ctes(tree)
-    except OptimizeError as e:
-        raise UnsupportedQueryError(
-            model, "a column or name that cannot be resolved", str(e)
-        ) from e
-    return tree
-
-
 def _input_of(node: exp.Expression, model: str, schemas: Mapping, default_db: str) -> Input:
     if isinstance(node, exp.Subquery):
         raise UnsupportedQueryError(
@@ -239,7 +208,7 @@ def analyze(
     """
     tree = _parse(sql, model)
     _check_constructs(tree, model)
-    tree = unfilter(_normalise(tree, model, schemas, default_db), model)
+    tree = unfilter(normalise(tree, model, schemas, default_db), model)
     if tree.args.get("with_"):
         raise UnsupportedQueryError(
             model, "a CTE that does not flatten into one SELECT", _fragment(tree.args["with_"])

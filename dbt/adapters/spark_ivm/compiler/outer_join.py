@@ -34,25 +34,23 @@ from dbt.adapters.spark_ivm.compiler.delta import (
     TermRenderer,
 )
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.ir import JoinKind, JoinStep
-from dbt.adapters.spark_ivm.compiler.templates import aliases, col, null_safe_match
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind, JoinStep, Query
+from dbt.adapters.spark_ivm.compiler.templates import aliases, col, conjuncts, null_safe_match
 
 KEYS = "__ivm_keys"
 
 
-def equi_keys(
-    renderer: TermRenderer, step: JoinStep
-) -> tuple[list[exp.Expression], list[exp.Expression]]:
+def equi_keys(query: Query, step: JoinStep) -> tuple[list[exp.Expression], list[exp.Expression]]:
     """The equality conjuncts `l = s` of the ON clause: (left expressions, right expressions).
+    Checked when the model is planned, so a model that builds also refreshes.
 
     >>> # ON c.id = o.customer_id AND o.status = 'open'  ->  ([c.id], [o.customer_id])
     """
-    query = renderer.query
     left = {query.inputs[i].alias for i in range(step.index)}
     right = {query.inputs[step.index].alias}
     lefts: list[exp.Expression] = []
     rights: list[exp.Expression] = []
-    for conjunct in step.on.flatten() if isinstance(step.on, exp.And) else [step.on]:
+    for conjunct in conjuncts(step.on):
         if not isinstance(conjunct, exp.EQ):
             continue
         a, b = conjunct.this, conjunct.expression
@@ -137,7 +135,7 @@ def _keyed_source(
 def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Term]) -> list[Term]:
     """The padded-row terms of d(N_(k-1) <outer> S_k) for step k (see the module docstring)."""
     k = step.index
-    lefts, rights = equi_keys(renderer, step)
+    lefts, rights = equi_keys(renderer.query, step)
     keys = _affected_keys(renderer, step, left_terms, lefts, rights)
     terms: list[Term] = []
     for version, sign in ((NEW, 1), (OLD, -1)):

@@ -29,7 +29,8 @@ from dbt.adapters.spark_ivm.compiler.aggregates import (
     rule_for,
 )
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
+from dbt.adapters.spark_ivm.compiler.outer_join import equi_keys
 from dbt.adapters.spark_ivm.compiler.templates import col
 
 
@@ -126,6 +127,9 @@ def plan(
             "a select list whose columns do not match Spark's result",
             f"{len(outputs)} expressions, {len(output_columns)} columns",
         )
+    for step in query.steps:
+        if step.kind is not JoinKind.INNER:
+            equi_keys(query, step)  # refused now, not at the first refresh
     names = [name for name, _ in output_columns]
     types = [dtype for _, dtype in output_columns]
     if len({n.lower() for n in names}) != len(names):

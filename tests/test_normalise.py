@@ -1,0 +1,91 @@
+"""Where `normalise` puts things: dbt-style CTEs and bracketed joins flattened only where the
+rewrite is exact (the differential families `cte_filtered_joins` and `cte_bracketed_left`
+check the results against Spark; these check the placement rules and the refusals)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.spark_ivm.compiler.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+
+SCHEMAS = {
+    "db.t": [("k", "int"), ("x", "int")],
+    "db.u": [("k", "int"), ("y", "int")],
+    "db.v": [("k", "int"), ("z", "int")],
+}
+
+
+def _shape(sql: str) -> tuple[list[str], list[tuple[str, str]], str | None]:
+    q = analyze(sql, "m", SCHEMAS, "db")
+    return (
+        [f"{i.relation} {i.alias}" for i in q.inputs],
+        [(s.kind.value, s.on.sql("spark")) for s in q.steps],
+        q.where.sql("spark") if q.where is not None else None,
+    )
+
+
+def test_a_cte_used_twice_is_two_inputs_and_its_filter_goes_where_it_removes_the_same_rows():
+    inputs, steps, where = _shape(
+        "with c as (select k, x from t where x > 0) "
+        "select a.k, count(b.x) as n from c a left join c b on a.k = b.k group by a.k"
+    )
+    assert inputs == ["db.t a", "db.t b"]
+    # The null-supplied side's filter goes into its ON (a row failing it just does not
+    # match); the preserved side's into WHERE (no later join pads it).
+    assert steps == [("left", "a.k = b.k AND b.x > 0")]
+    assert where == "a.x > 0"
+
+
+def test_projections_are_substituted_with_parentheses():
+    q = analyze(
+        "select a.n * 2 as m from (select k, x + 1 as n from t where x > 0) a "
+        "join (select k from u) b on a.k = b.k",
+        "m",
+        SCHEMAS,
+        "db",
+    )
+    assert [o.sql("spark") for o in q.outputs] == ["(a.x + 1) * 2 AS m"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # a FULL join of a filtered sub-query: no place removes exactly its rows
+        "select a.k from (select k from t where x > 0) a full join u b on a.k = b.k",
+        # a filtered first input that a later RIGHT join pads with NULLs
+        "select a.k from (select k from t where x > 0) a right join u b on a.k = b.k",
+    ],
+)
+def test_a_filtered_sub_query_that_no_placement_keeps_exact_is_refused(sql: str):
+    with pytest.raises(UnsupportedQueryError, match="does not flatten"):
+        analyze(sql, "m", SCHEMAS, "db")
+
+
+def test_bracketed_joins_reassociate_where_exact_and_are_refused_by_name_otherwise():
+    inputs, steps, _ = _shape(
+        "select t.k from (t left join u on t.k = u.k) left join v on v.k = t.k"
+    )
+    assert inputs == ["db.t t", "db.u u", "db.v v"]
+    assert steps == [("left", "t.k = u.k"), ("left", "v.k = t.k")]
+    inputs, steps, _ = _shape("select t.k from t join (u join v on u.k = v.k) on t.k = u.k")
+    assert steps == [("inner", "TRUE"), ("inner", "u.k = v.k AND t.k = u.k")]
+    with pytest.raises(UnsupportedQueryError, match="outer join of a join in parentheses") as e:
+        analyze(
+            "select t.k from t full join (u full join v on u.k = v.k) on t.k = u.k",
+            "m",
+            SCHEMAS,
+            "db",
+        )
+    assert "sub-query" not in str(e.value)
+
+
+def test_an_outer_join_without_an_equality_is_refused_when_planned_not_at_a_refresh():
+    from dbt.adapters.spark_ivm.compiler.plan import plan
+
+    q = analyze("select t.k, u.y from t left join u on t.k < u.k", "m", SCHEMAS, "db")
+    with pytest.raises(UnsupportedQueryError, match="LEFT JOIN without an equality"):
+        plan(q, [("k", "int"), ("y", "int")], [])
+    # Parentheses around the conjuncts hide no equality.
+    q = analyze("select t.k, u.y from t left join u on (t.k = u.k and u.y > 0)", "m", SCHEMAS, "db")
+    assert plan(q, [("k", "int"), ("y", "int")], []) is not None
