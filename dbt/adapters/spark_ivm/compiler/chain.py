@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from dbt.adapters.spark_ivm.compiler import aux_state, render
+from dbt.adapters.spark_ivm.compiler import aux_state, render, stages
+from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.facts import Executor, Target, table_properties
 from dbt.adapters.spark_ivm.compiler.refresh import Handoff, Maintainer, Outcome, sql_hash
 from dbt.adapters.spark_ivm.compiler.settings import model_setting
@@ -41,6 +42,8 @@ DEFAULT_MODE = "never"
 CHOICE = "ivm.aux_choice"
 AUX_SQL = "ivm.aux_sql"
 TOP_SQL = "ivm.top_sql"
+#: View property: how many sub-query states (`stages.py`) the model keeps.
+STAGES = "ivm.stages"
 
 
 def aux_mode(configured: str | None, model: str) -> str:
@@ -93,9 +96,12 @@ class ChainMaintainer:
         return found
 
     def run(self) -> Outcome:
+        props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
+        if stages.needed(self.compiled_sql):
+            return self._staged(props)
+        self._drop_stages(props, keep=0)
         digest = sql_hash(self.compiled_sql)
         choice = f"{self.mode}:{digest}"
-        props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
         had_aux = AUX_SQL in props
         if props.get(CHOICE) == choice and not self.full_refresh:
             if had_aux and TOP_SQL in props:
@@ -203,6 +209,75 @@ class ChainMaintainer:
 
     def _drop_aux(self) -> None:
         """Remove the auxiliary state's view and state table (the model no longer uses them)."""
-        target = aux_target(self.target)
-        self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
-        self.executor.execute(render.drop_state_sql(target.state))
+        drop_state(self.executor, aux_target(self.target))
+
+    def _drop_stages(self, props: dict[str, str], keep: int) -> None:
+        """Remove the sub-query states numbered `keep` and up that the model kept before."""
+        for index in range(keep, int(props.get(STAGES, "0") or 0)):
+            drop_state(self.executor, stages.stage_target(self.target, index))
+
+    def _staged(self, props: dict[str, str]) -> Outcome:
+        """A model with sub-query states (`stages.py`): each maintained in turn, innermost
+        first, then the model over them. A state rebuilt in this run rebuilds every state
+        after it (its readers' watermarks are of a table that was replaced)."""
+        default_db = self.target.schema.lower()
+        if AUX_SQL in props:
+            self._drop_aux()
+        probe = self._maintainer()
+        relations = base_relations(self.compiled_sql, default_db, self.model)
+        tree = stages.prepare(
+            self.compiled_sql, self.model, probe._base_facts(relations), default_db
+        )
+        self.timings += probe.timings
+        handoff: dict[str, Handoff] = {}
+        done: list[Maintainer] = []
+        timings = list(self.timings)
+        summaries: list[str] = []
+        rebuilt: str | None = None
+        try:
+            while (sub := stages.innermost(tree)) is not None:
+                index = len(done)
+                target = stages.stage_target(self.target, index)
+                exists = self._properties(target.view) is not None
+                stage = self._maintainer(
+                    model=f"{self.model}__ivm_s{index}",
+                    compiled_sql=sql(sub.this),
+                    target=target,
+                    existing="view" if exists else None,
+                    keep_scratch=True,
+                    handoff=dict(handoff),
+                    rebuild_because=rebuilt,
+                )
+                done.append(stage)
+                first = stage.run()
+                if first.mode == "build":
+                    if exists:
+                        self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+                    self.executor.execute(first.main_sql)
+                    rebuilt = rebuilt or f"its sub-query state {target.view} was rebuilt"
+                elif stage.committed:
+                    handoff[target.state] = Handoff(keys=stage.changed_keys)
+                the_plan = stage.last_plan or stage._plan(default_db)
+                stages.read_state(sub, render.view_select(the_plan, target.state))
+                timings += [(f"s{index} {label}", s) for label, s in first.timings]
+                summaries.append(f"state {target.view}: {first.summary}")
+            top = self._maintainer(
+                compiled_sql=sql(tree),
+                user_sql=self.compiled_sql,
+                view_properties={STAGES: str(len(done))},
+                rebuild_because=rebuilt,
+                handoff=handoff,
+            )
+            outcome = top.run()
+        finally:
+            for stage in done:
+                stage.release_scratch()
+        self._drop_stages(props, keep=len(done))
+        summary = "; ".join([outcome.summary, *summaries])
+        return replace(outcome, summary=summary, timings=timings + outcome.timings)
+
+
+def drop_state(executor: Executor, target: Target) -> None:
+    """Drop a state's view and state table."""
+    executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+    executor.execute(render.drop_state_sql(target.state))

@@ -21,15 +21,16 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.chain import aux_target
+from dbt.adapters.spark_ivm.compiler.chain import STAGES, aux_target, drop_state
 from dbt.adapters.spark_ivm.compiler.errors import (
     IvmError,
     UncapturableBaseError,
     UnsupportedQueryError,
 )
-from dbt.adapters.spark_ivm.compiler.facts import Executor, Target
+from dbt.adapters.spark_ivm.compiler.facts import Executor, Target, table_properties
 from dbt.adapters.spark_ivm.compiler.refresh import Outcome
 from dbt.adapters.spark_ivm.compiler.settings import model_setting
+from dbt.adapters.spark_ivm.compiler.stages import stage_target
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 UNSUPPORTED_ENV = "DBT_SPARK_IVM_UNSUPPORTED"
@@ -62,8 +63,13 @@ def rebuild(
         # A maintained model: its state and auxiliary state are of no further use. The
         # view itself is dropped by the materialization just before the table is written.
         executor.execute(render.drop_state_sql(target.state))
-        executor.execute(f"DROP VIEW IF EXISTS {sql(table(aux_target(target).view))}")
-        executor.execute(render.drop_state_sql(aux_target(target).state))
+        drop_state(executor, aux_target(target))
+        try:
+            kept = int(table_properties(executor.fetch, target.view).get(STAGES, "0") or 0)
+        except Exception:  # noqa: BLE001 - no readable view: no sub-query states recorded
+            kept = 0
+        for index in range(kept):
+            drop_state(executor, stage_target(target, index))
     props = {"ivm.sql": (user_sql or compiled_sql).strip(), FALLBACK: construct}
     prop_sql = ", ".join(
         f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()

@@ -217,14 +217,12 @@ def merge_filtered_inputs(select: exp.Select) -> None:
             select.where(condition, copy=False)
 
 
-def normalise(
+def qualified(
     tree: exp.Expression, model: str, schemas: Mapping, default_db: str
 ) -> exp.Expression:
-    """Qualify and flatten a parsed model SELECT (see the module docstring)."""
+    """sqlglot's `qualify`: every column with its input's alias, `*` expanded."""
     try:
-        if isinstance(tree, exp.Select):
-            unbracket_joins(tree, model)
-        tree = qualify(
+        return qualify(
             tree,
             schema=_schema_for(schemas),
             dialect=DIALECT,
@@ -232,6 +230,20 @@ def normalise(
             quote_identifiers=False,
             validate_qualify_columns=True,
         )
+    except OptimizeError as e:
+        raise UnsupportedQueryError(
+            model, "a column or name that cannot be resolved", str(e)
+        ) from e
+
+
+def normalise(
+    tree: exp.Expression, model: str, schemas: Mapping, default_db: str
+) -> exp.Expression:
+    """Qualify and flatten a parsed model SELECT (see the module docstring)."""
+    if isinstance(tree, exp.Select):
+        unbracket_joins(tree, model)
+    tree = qualified(tree, model, schemas, default_db)
+    try:
         if isinstance(tree, exp.Select):
             tree = inline_ctes(tree)
             for select in reversed(list(tree.find_all(exp.Select))):

@@ -105,6 +105,7 @@ class Maintainer(FactsReader):
     handoff: dict[str, Handoff] = field(default_factory=dict)
     scratch: list[str] = field(default_factory=list)  # session views this refresh created
     captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
+    last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
 
     # -- plumbing -------------------------------------------------------------------------
     def _checkpoint(self, step: str) -> None:
@@ -133,6 +134,7 @@ class Maintainer(FactsReader):
                 return self._unchanged(heads)
             facts = self._recorded_facts(meta, heads)
         the_plan = self._plan(default_db, facts)
+        self.last_plan = the_plan
         for note in the_plan.query.notes:
             self.log(f"ivm model '{self.model}': {note}")
         reason = self._rebuild_reason(meta, digest, the_plan)

@@ -1,0 +1,103 @@
+"""stages: sub-queries that aggregate or are DISTINCT, each maintained as a state of its own.
+
+(EXISTS / NOT EXISTS / IN tests become joins with DISTINCT sub-queries first: `semi_join.py`.)
+
+A sub-query in FROM or JOIN (or a CTE, inlined at each use) that groups, aggregates or is
+DISTINCT does not flatten into its parent's SELECT. It is an operator of the dataflow with
+its own state (IVM-DESIGN §6): an ivm state `<model>__ivm_s<i>` maintained first, innermost
+first, by the ordinary rules. Its parent then reads that state table through the state's
+view SELECT, which does flatten (a projection and a filter of one table), so to the parent
+the state table is one more Iceberg base table with its own watermark. Each state commits
+on its own and records the snapshots of its inputs, like an auxiliary state (`chain.py`).
+
+    select c.region, count(*) n, sum(t.total) s
+    from (select cust, sum(amount) total from db.orders group by cust) t
+    join db.customers c on c.id = t.cust group by c.region
+    ->  s0:    select cust, sum(amount) total from db.orders group by cust
+        model: select c.region, count(*) n, sum(t.total) s
+               from (<s0's view SELECT over m__ivm_s0__ivm_state>) t join db.customers c ...
+
+The maintained result is exact because each state's relation equals its SELECT after its
+refresh (by induction from the innermost), and the parent's delta is read from the state
+table's commits like any base table's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from dbt.adapters.spark_ivm.compiler import semi_join
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.facts import Target
+from dbt.adapters.spark_ivm.compiler.normalise import inline_ctes, qualified, unbracket_joins
+
+DIALECT = "spark"
+
+
+def stage_target(target: Target, index: int) -> Target:
+    """The relation names of the model's state number `index`."""
+    return Target(target.schema, f"{target.identifier}__ivm_s{index}")
+
+
+def is_stage(select: exp.Expression) -> bool:
+    """Does this SELECT keep a state of its own: it groups, aggregates or is DISTINCT."""
+    if not isinstance(select, exp.Select):
+        return False
+    if select.args.get("group") or select.args.get("distinct"):
+        return True
+    return any(agg.find_ancestor(exp.Select) is select for agg in select.find_all(exp.AggFunc))
+
+
+def _is_input(node: exp.Subquery) -> bool:
+    return isinstance(node.parent, (exp.From, exp.Join))
+
+
+def _candidates(tree: exp.Expression) -> list[exp.Subquery]:
+    return [s for s in tree.find_all(exp.Subquery) if _is_input(s) and is_stage(s.this)]
+
+
+def innermost(tree: exp.Expression) -> exp.Subquery | None:
+    """A sub-query input that keeps a state and has no such input inside, else None."""
+    for sub in _candidates(tree):
+        if not _candidates(sub.this):
+            return sub
+    return None
+
+
+def needed(compiled_sql: str) -> bool:
+    """Does the model have a sub-query or CTE that keeps a state of its own? (Syntax only:
+    no Spark statement, so a flat model pays nothing for the question.)"""
+    try:
+        tree = sqlglot.parse_one(compiled_sql, dialect=DIALECT)
+    except ParseError:
+        return False  # analyze reports it
+    if not isinstance(tree, exp.Select):
+        return False
+    tree = inline_ctes(tree.copy())
+    return bool(_candidates(tree)) or semi_join.has_subquery_test(tree)
+
+
+def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) -> exp.Select:
+    """The model's SELECT, qualified, with its CTEs inlined at each use: ready to be cut
+    into states (`innermost`) from the inside out."""
+    tree = sqlglot.parse_one(compiled_sql, dialect=DIALECT)
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedQueryError(model, "a statement that is not a SELECT", compiled_sql[:120])
+    unbracket_joins(tree, model)
+    tree = qualified(tree, model, schemas, default_db)
+    assert isinstance(tree, exp.Select)
+    tree = inline_ctes(tree)
+    for select in reversed(list(tree.find_all(exp.Select))):
+        semi_join.rewrite(select, model)
+    semi_join.check_no_other_tests(tree, model)
+    return tree
+
+
+def read_state(sub: exp.Subquery, view_select: str) -> None:
+    """Make the sub-query input read its state: its SELECT becomes the state's view SELECT
+    (same columns, same names), in place."""
+    sub.set("this", sqlglot.parse_one(view_select, dialect=DIALECT))
