@@ -484,4 +484,80 @@ FAMILIES: list[Family] = [
         where o.qty is null or o.qty > 0
         """,
     ),
+    # --- sub-queries that aggregate or are DISTINCT: states of their own (stages.py) ----------
+    Family(
+        "nested_join_aggs",
+        (ORDERS, CUSTOMERS),
+        """
+        select d.segment, count(*) as n, sum(t.total) as total, max(t.n) as max_orders,
+               min(t.total) as min_total
+        from (
+            select cust, count(*) as n, sum(amount) as total
+            from {{ source('base', 'orders') }} group by cust
+        ) t
+        join (select distinct cid, segment from {{ source('base', 'customers') }}) d
+          on d.cid = t.cust
+        group by d.segment
+        """,
+    ),
+    Family(
+        "nested_agg_of_agg",
+        (ORDERS,),
+        """
+        with per_cust as (
+            select status, cust, count(*) as n, sum(qty) as q
+            from {{ source('base', 'orders') }}
+            where oid is not null
+            group by status, cust
+            having count(*) > 1 or sum(qty) is null
+        )
+        select status, count(*) as custs, sum(n) as orders, max(q) as max_q, avg(n) as avg_n
+        from per_cust
+        group by status
+        """,
+    ),
+    Family(
+        "nested_left_aggs",
+        (ORDERS, CUSTOMERS),
+        """
+        select a.cust, a.n, a.amount, b.segments, b.credit
+        from (
+            select cust, count(*) as n, sum(amount) as amount
+            from {{ source('base', 'orders') }} group by cust
+        ) a
+        left join (
+            select cid, count(distinct segment) as segments, max(credit) as credit
+            from {{ source('base', 'customers') }} group by cid
+        ) b on b.cid = a.cust
+        """,
+    ),
+    # --- EXISTS / NOT EXISTS / IN (sub-query): joins with DISTINCT states (semi_join.py) -------
+    Family(
+        "semi_exists_in",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.oid, o.status, o.amount
+        from {{ source('base', 'orders') }} o
+        where (o.qty is null or o.qty <> 0)
+          and exists (
+              select 1 from {{ source('base', 'customers') }} c
+              where c.cid = o.cust and c.credit > 10
+          )
+          and o.status in (select n.nname from {{ source('base', 'nations') }} n
+                           where n.region <> 'r0')
+        """,
+    ),
+    Family(
+        "semi_not_exists_agg",
+        (ORDERS, CUSTOMERS),
+        """
+        select c.segment, count(*) as n, sum(c.credit) as credit, max(c.nation) as max_nation
+        from {{ source('base', 'customers') }} c
+        where not exists (
+            select 1 from {{ source('base', 'orders') }} o
+            where o.cust = c.cid and o.status <> 'a'
+        )
+        group by c.segment
+        """,
+    ),
 ]

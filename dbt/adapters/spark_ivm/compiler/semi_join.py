@@ -1,0 +1,181 @@
+"""semi_join: EXISTS, NOT EXISTS and IN (sub-query) in WHERE, as joins with a DISTINCT state.
+
+A semi join keeps an outer row while the sub-query has a matching row; its match count is
+what must be maintained, and a DISTINCT sub-query of the correlation keys has a row exactly
+while that count is positive. So, for a top-level conjunct of WHERE:
+
+    EXISTS (SELECT .. FROM i WHERE i.k = o.k AND p)
+        == JOIN (SELECT DISTINCT i.k AS k0 FROM i WHERE p) ivm_semi0 ON ivm_semi0.k0 = o.k
+    NOT EXISTS (..)
+        == LEFT JOIN (same) ivm_semi0 ON ivm_semi0.k0 = o.k   with   ivm_semi0.k0 IS NULL
+    o.x IN (SELECT i.y FROM i WHERE p)
+        == EXISTS (SELECT 1 FROM i WHERE p AND i.y = o.x)
+
+The DISTINCT sub-query has at most one row per key, so the join neither repeats nor drops an
+outer row; a NULL key matches nothing on either side, as in the sub-query. An uncorrelated
+EXISTS joins a one-column DISTINCT of the constant 1 (one row if the sub-query has any).
+`IN` equals that EXISTS in WHERE, where NULL and FALSE both drop the row. The DISTINCT
+sub-query is kept as a state of its own (`stages.py`), so a change on either side costs a
+delta, not a re-evaluation.
+
+    select o.id from db.orders o where exists (select 1 from db.refunds r where r.oid = o.id)
+    -> select o.id from db.orders o
+       join (select distinct r.oid as k0 from db.refunds r) ivm_semi0 on ivm_semi0.k0 = o.id
+
+Refused by name: NOT IN (its NULL semantics differ from NOT EXISTS), a sub-query test under
+OR or in the select list, a correlation other than an equality, a sub-query that aggregates.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
+
+DIALECT = "spark"
+ALIAS = "ivm_semi"
+
+
+def _fragment(node: exp.Expression) -> str:
+    text = node.sql(dialect=DIALECT)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def has_subquery_test(select: exp.Select) -> bool:
+    """Does the SELECT (or one inside it) test a sub-query with EXISTS or IN?"""
+    return any(
+        isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query"))
+        for n in select.find_all(exp.Exists, exp.In)
+    )
+
+
+def _inner_aliases(inner: exp.Select) -> set[str]:
+    sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
+    return {s.alias_or_name for s in sources}
+
+
+def _as_exists(test: exp.In, model: str) -> exp.Exists:
+    """`x IN (SELECT y FROM .. WHERE p)` as `EXISTS (SELECT 1 FROM .. WHERE p AND y = x)`."""
+    query = test.args["query"]
+    inner = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+        raise UnsupportedQueryError(model, "IN with a sub-query of more than one column",
+                                    _fragment(test))  # fmt: skip
+    inner = inner.copy()
+    value = inner.expressions[0].unalias()
+    inner.set("expressions", [exp.Literal.number(1)])
+    inner.where(exp.EQ(this=value, expression=test.this.copy()), copy=False)
+    return exp.Exists(this=inner)
+
+
+def _semi_join(
+    exists: exp.Exists, number: int, model: str
+) -> tuple[exp.Subquery, list[exp.Expression]]:
+    """The DISTINCT sub-query of an EXISTS and the equalities joining it to the outer row."""
+    inner = exists.this
+    inner = inner.this if isinstance(inner, exp.Subquery) else inner
+    if not isinstance(inner, exp.Select) or inner.args.get("from_") is None:
+        raise UnsupportedQueryError(model, "this EXISTS sub-query", _fragment(exists))
+    if inner.args.get("group") or inner.find(exp.AggFunc) or inner.args.get("having"):
+        raise UnsupportedQueryError(
+            model, "EXISTS / IN over a sub-query that aggregates", _fragment(exists)
+        )
+    own = _inner_aliases(inner)
+    keys: list[exp.Expression] = []
+    links: list[exp.Expression] = []
+    local: list[exp.Expression] = []
+    where = inner.args.get("where")
+    for conjunct in conjuncts(where.this if where is not None else None):
+        seen = aliases(conjunct)
+        if seen <= own:
+            local.append(conjunct)
+            continue
+        if isinstance(conjunct, exp.EQ):
+            a, b = conjunct.this, conjunct.expression
+            if aliases(a) <= own and aliases(b) and not aliases(b) & own:
+                keys.append(a)
+                links.append(b)
+                continue
+            if aliases(b) <= own and aliases(a) and not aliases(a) & own:
+                keys.append(b)
+                links.append(a)
+                continue
+        raise UnsupportedQueryError(
+            model,
+            "a correlated condition other than an equality of inner and outer columns in "
+            "EXISTS / IN",
+            _fragment(conjunct),
+        )
+    name = f"{ALIAS}{number}"
+    distinct = inner.copy()
+    projections = keys or [exp.Literal.number(1)]
+    distinct.set("expressions", [exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(projections)])
+    distinct.set("distinct", exp.Distinct())
+    distinct.set("where", exp.Where(this=exp.and_(*local)) if local else None)
+    distinct.set("order", None)
+    distinct.set("limit", None)
+    subquery = exp.Subquery(this=distinct, alias=exp.TableAlias(this=exp.to_identifier(name)))
+    on = [
+        exp.EQ(this=exp.column(f"k{i}", table=name), expression=link.copy())
+        for i, link in enumerate(links)
+    ]
+    return subquery, on
+
+
+def rewrite(select: exp.Select, model: str) -> None:
+    """Replace the EXISTS / NOT EXISTS / IN conjuncts of `select`'s WHERE by joins (in place);
+    refuse every other place a sub-query test appears."""
+    where = select.args.get("where")
+    kept: list[exp.Expression] = []
+    joins: list[exp.Join] = []
+    number = len([s for s in select.find_all(exp.Subquery) if str(s.alias).startswith(ALIAS)])
+    for conjunct in conjuncts(where.this if where is not None else None):
+        negated = isinstance(conjunct, exp.Not)
+        test = conjunct.this if negated else conjunct
+        if isinstance(test, exp.Paren):
+            test = test.this
+        if isinstance(test, exp.In) and test.args.get("query"):
+            if negated:
+                raise UnsupportedQueryError(
+                    model,
+                    "NOT IN with a sub-query (a NULL in it makes every row's test NULL; write "
+                    "NOT EXISTS with an equality if that is what you mean)",
+                    _fragment(conjunct),
+                )
+            test = _as_exists(test, model)
+        if not isinstance(test, exp.Exists):
+            kept.append(conjunct)
+            continue
+        subquery, on = _semi_join(test, number, model)
+        condition = exp.and_(*on) if on else exp.true()
+        if negated and not on:
+            raise UnsupportedQueryError(
+                model, "NOT EXISTS without a correlation (an equality with the outer row)",
+                _fragment(conjunct),
+            )  # fmt: skip
+        if negated:
+            joins.append(exp.Join(this=subquery, side="LEFT", on=condition))
+            unmatched = exp.Is(
+                this=exp.column("k0", table=f"{ALIAS}{number}"), expression=exp.null()
+            )
+            kept.append(unmatched)
+        else:
+            joins.append(exp.Join(this=subquery, on=condition))
+        number += 1
+    if not joins:
+        return
+    select.set("joins", [*(select.args.get("joins") or []), *joins])
+    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+
+
+def check_no_other_tests(select: exp.Select, model: str) -> None:
+    """After `rewrite`: any sub-query test left (under OR, in the select list) is refused."""
+    for node in select.find_all(exp.Exists, exp.In):
+        if isinstance(node, exp.Exists) or node.args.get("query"):
+            raise UnsupportedQueryError(
+                model,
+                "a sub-query test (EXISTS / IN) that is not a conjunct of WHERE (under OR or "
+                "NOT, or in the select list)",
+                _fragment(node.parent or node),
+            )
