@@ -89,3 +89,52 @@ def test_an_outer_join_without_an_equality_is_refused_when_planned_not_at_a_refr
     # Parentheses around the conjuncts hide no equality.
     q = analyze("select t.k, u.y from t left join u on (t.k = u.k and u.y > 0)", "m", SCHEMAS, "db")
     assert plan(q, [("k", "int"), ("y", "int")], []) is not None
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("select k from t where x not in (select y from u)", "NOT IN with a sub-query"),
+        (
+            "select k from t where x > 1 or exists (select 1 from u where u.k = t.k)",
+            "not a conjunct of WHERE",
+        ),
+        (
+            "select k from t where exists (select 1 from u where u.k < t.k)",
+            "other than an equality",
+        ),
+        ("select k, (select y from u where u.k = t.k) as y from t", "not one ungrouped aggregate"),
+        (
+            "select k, (select collect_list(y) from u where u.k = t.k) as ys from t",
+            "over no rows is not NULL or 0",
+        ),
+    ],
+)
+def test_sub_query_tests_and_values_no_rule_keeps_exact_are_refused_by_name(sql, construct):
+    from dbt.adapters.spark_ivm.compiler import stages
+
+    assert stages.needed(sql)
+    with pytest.raises(UnsupportedQueryError, match=construct):
+        stages.prepare(sql, "m", SCHEMAS, "db")
+
+
+def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
+    from dbt.adapters.spark_ivm.compiler import stages
+
+    tree = stages.prepare(
+        "select t.k, (select count(*) from u where u.k = t.k) as n from t "
+        "where exists (select 1 from v where v.k = t.k and v.z > 0) and t.x in (select y from u)",
+        "m",
+        SCHEMAS,
+        "db",
+    )
+    bodies = []
+    while (sub := stages.innermost(tree)) is not None:
+        bodies.append(sub.this.sql("spark"))
+        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
+    assert bodies == [
+        "SELECT DISTINCT v.k AS k0 FROM db.v AS v WHERE v.z > 0",
+        "SELECT DISTINCT u.y AS k0 FROM db.u AS u",
+        "SELECT u.k AS k0, COUNT(*) AS v FROM db.u AS u GROUP BY u.k",
+    ]
+    assert "COALESCE(ivm_scalar0.v, 0) AS n" in tree.sql("spark")

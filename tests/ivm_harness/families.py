@@ -560,4 +560,20 @@ FAMILIES: list[Family] = [
         group by c.segment
         """,
     ),
+    # --- scalar sub-queries: joins with aggregate states (scalar.py) --------------------------
+    Family(
+        "scalar_subqueries",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select c.cid, c.segment,
+               (select count(*) from {{ source('base', 'orders') }} o
+                where o.cust = c.cid) as n_orders,
+               (select sum(o.amount) from {{ source('base', 'orders') }} o
+                where o.cust = c.cid and o.status <> 'a') as total,
+               (select max(n.nid) from {{ source('base', 'nations') }} n)
+        from {{ source('base', 'customers') }} c
+        where c.credit > (select avg(o2.qty) from {{ source('base', 'orders') }} o2)
+           or c.credit is null
+        """,
+    ),
 ]

@@ -28,7 +28,12 @@ from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import aux_state, render, stages
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
-from dbt.adapters.spark_ivm.compiler.facts import Executor, Target, table_properties
+from dbt.adapters.spark_ivm.compiler.facts import (
+    Executor,
+    Target,
+    describe_columns,
+    table_properties,
+)
 from dbt.adapters.spark_ivm.compiler.refresh import Handoff, Maintainer, Outcome, sql_hash
 from dbt.adapters.spark_ivm.compiler.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
@@ -228,6 +233,12 @@ class ChainMaintainer:
         tree = stages.prepare(
             self.compiled_sql, self.model, probe._base_facts(relations), default_db
         )
+        # The relation's columns are named as Spark names the model's own SELECT's (an
+        # unaliased `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's.
+        names = describe_columns(
+            probe._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
+        )
+        stages.name_outputs(tree, [name for name, _ in names])
         self.timings += probe.timings
         handoff: dict[str, Handoff] = {}
         done: list[Maintainer] = []

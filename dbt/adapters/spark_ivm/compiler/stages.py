@@ -1,6 +1,7 @@
 """stages: sub-queries that aggregate or are DISTINCT, each maintained as a state of its own.
 
-(EXISTS / NOT EXISTS / IN tests become joins with DISTINCT sub-queries first: `semi_join.py`.)
+(EXISTS / NOT EXISTS / IN tests become joins with DISTINCT sub-queries first, `semi_join.py`,
+and scalar sub-queries joins with aggregates, `scalar.py`.)
 
 A sub-query in FROM or JOIN (or a CTE, inlined at each use) that groups, aggregates or is
 DISTINCT does not flatten into its parent's SELECT. It is an operator of the dataflow with
@@ -30,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dbt.adapters.spark_ivm.compiler import semi_join
+from dbt.adapters.spark_ivm.compiler import scalar, semi_join
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.facts import Target
 from dbt.adapters.spark_ivm.compiler.normalise import inline_ctes, qualified, unbracket_joins
@@ -78,7 +79,9 @@ def needed(compiled_sql: str) -> bool:
     if not isinstance(tree, exp.Select):
         return False
     tree = inline_ctes(tree.copy())
-    return bool(_candidates(tree)) or semi_join.has_subquery_test(tree)
+    if _candidates(tree) or semi_join.has_subquery_test(tree):
+        return True
+    return any(scalar.is_scalar(s) for s in tree.find_all(exp.Subquery))
 
 
 def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) -> exp.Select:
@@ -93,6 +96,7 @@ def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) ->
     tree = inline_ctes(tree)
     for select in reversed(list(tree.find_all(exp.Select))):
         semi_join.rewrite(select, model)
+        scalar.rewrite(select, model)
     semi_join.check_no_other_tests(tree, model)
     return tree
 
@@ -101,3 +105,13 @@ def read_state(sub: exp.Subquery, view_select: str) -> None:
     """Make the sub-query input read its state: its SELECT becomes the state's view SELECT
     (same columns, same names), in place."""
     sub.set("this", sqlglot.parse_one(view_select, dialect=DIALECT))
+
+
+def name_outputs(tree: exp.Select, names: list[str]) -> None:
+    """Alias the model's result columns with `names` (Spark's names for its own SELECT)."""
+    if len(names) != len(tree.expressions):
+        return  # analyze reports the mismatch
+    tree.set(
+        "expressions",
+        [exp.alias_(e.unalias(), n, quoted=True) for e, n in zip(tree.expressions, names)],
+    )

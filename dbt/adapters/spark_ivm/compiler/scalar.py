@@ -1,0 +1,151 @@
+"""scalar: scalar sub-queries that aggregate, as joins with an aggregate state.
+
+A scalar sub-query's value is one aggregate over the rows it selects; that aggregate is a
+state of its own (`stages.py`) and the sub-query becomes a join with it:
+
+    uncorrelated:  (SELECT agg(i.x) FROM i WHERE p)
+        == JOIN (SELECT agg(i.x) AS v FROM i WHERE p) ivm_scalar0 ON TRUE  ->  ivm_scalar0.v
+    correlated by equality:  (SELECT agg(i.x) FROM i WHERE i.k = o.k AND p)
+        == LEFT JOIN (SELECT i.k AS k0, agg(i.x) AS v FROM i WHERE p GROUP BY i.k) ivm_scalar0
+           ON ivm_scalar0.k0 = o.k  ->  ivm_scalar0.v (coalesce(.., 0) for a count)
+
+An ungrouped aggregate has exactly one row, so the cross join keeps every outer row once; the
+grouped one has at most one row per key, and an outer row without one gets what the
+aggregate of no rows is: 0 for count and count_if, NULL for the others accepted here.
+
+    select c.id, (select count(*) from db.orders o where o.cust = c.id) n from db.customers c
+    -> select c.id, coalesce(ivm_scalar0.v, 0) n from db.customers c
+       left join (select o.cust k0, count(*) v from db.orders o group by o.cust) ivm_scalar0
+         on ivm_scalar0.k0 = c.id
+
+A scalar sub-query that does not aggregate (it could return several rows, which fails the
+query in Spark) or groups is refused by name.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
+
+DIALECT = "spark"
+ALIAS = "ivm_scalar"
+#: Aggregates whose value over no rows is 0 (the others accepted are NULL over no rows).
+ZERO_ON_EMPTY: tuple[type[exp.Expression], ...] = (exp.Count, exp.CountIf)
+NULL_ON_EMPTY: tuple[type[exp.Expression], ...] = (
+    exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop, exp.StddevSamp,
+    exp.Variance, exp.VariancePop,
+)  # fmt: skip
+
+
+def _fragment(node: exp.Expression) -> str:
+    text = node.sql(dialect=DIALECT)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def is_scalar(node: exp.Expression) -> bool:
+    """A sub-query used as a value (not a FROM/JOIN input, not under EXISTS / IN)."""
+    return isinstance(node, exp.Subquery) and not isinstance(
+        node.parent, (exp.From, exp.Join, exp.Exists, exp.In)
+    )
+
+
+def _own_aliases(inner: exp.Select) -> set[str]:
+    sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
+    return {s.alias_or_name for s in sources}
+
+
+def _join_for(sub: exp.Subquery, number: int, model: str) -> tuple[exp.Join, exp.Expression]:
+    """The join replacing the scalar sub-query `sub`, and the expression of its value."""
+    inner = sub.this
+    if (
+        not isinstance(inner, exp.Select)
+        or inner.args.get("from_") is None
+        or len(inner.expressions) != 1
+        or not inner.expressions[0].find(exp.AggFunc)
+        or inner.args.get("group")
+        or inner.args.get("having")
+        or inner.args.get("distinct")
+    ):
+        raise UnsupportedQueryError(
+            model,
+            "a scalar sub-query that is not one ungrouped aggregate (it may return several rows)",
+            _fragment(sub),
+        )
+    own = _own_aliases(inner)
+    keys: list[exp.Expression] = []
+    links: list[exp.Expression] = []
+    local: list[exp.Expression] = []
+    where = inner.args.get("where")
+    for conjunct in conjuncts(where.this if where is not None else None):
+        if aliases(conjunct) <= own:
+            local.append(conjunct)
+            continue
+        if isinstance(conjunct, exp.EQ):
+            a, b = conjunct.this, conjunct.expression
+            if aliases(a) and aliases(a) <= own and aliases(b) and not aliases(b) & own:
+                keys.append(a)
+                links.append(b)
+                continue
+            if aliases(b) and aliases(b) <= own and aliases(a) and not aliases(a) & own:
+                keys.append(b)
+                links.append(a)
+                continue
+        raise UnsupportedQueryError(
+            model,
+            "a correlated condition other than an equality of inner and outer columns in a "
+            "scalar sub-query",
+            _fragment(conjunct),
+        )
+    name = f"{ALIAS}{number}"
+    value = inner.expressions[0].unalias()
+    state = inner.copy()
+    state.set(
+        "expressions",
+        [*(exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(keys)), exp.alias_(value, "v")],
+    )
+    state.set("where", exp.Where(this=exp.and_(*local)) if local else None)
+    state.set("order", None)
+    result: exp.Expression = exp.column("v", table=name)
+    if keys:
+        state.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+        if isinstance(value, ZERO_ON_EMPTY):
+            result = exp.func("coalesce", result, exp.Literal.number(0))
+        elif not isinstance(value, NULL_ON_EMPTY):
+            raise UnsupportedQueryError(
+                model,
+                "a correlated scalar sub-query whose value over no rows is not NULL or 0 "
+                "(one count, sum, avg, min, max, stddev or variance is)",
+                _fragment(sub),
+            )
+        on: exp.Expression = exp.and_(
+            *(
+                exp.EQ(this=exp.column(f"k{i}", table=name), expression=link.copy())
+                for i, link in enumerate(links)
+            )
+        )
+        side = "LEFT"
+    else:
+        on, side = exp.true(), None
+    alias = exp.TableAlias(this=exp.to_identifier(name))
+    join = exp.Join(this=exp.Subquery(this=state, alias=alias), on=on, side=side)
+    return join, result
+
+
+def rewrite(select: exp.Select, model: str) -> None:
+    """Replace the scalar sub-queries of `select`'s own clauses by joins (in place)."""
+    found = [
+        s for s in select.find_all(exp.Subquery)
+        if is_scalar(s) and s.find_ancestor(exp.Select) is select
+    ]  # fmt: skip
+    if not found:
+        return
+    number = len([s for s in select.find_all(exp.Subquery) if str(s.alias).startswith(ALIAS)])
+    joins = list(select.args.get("joins") or [])
+    for sub in found:
+        join, value = _join_for(sub, number, model)
+        sub.replace(value)
+        joins.append(join)
+        number += 1
+    select.set("joins", joins)
