@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler import correlation
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
 
 DIALECT = "spark"
 ALIAS = "ivm_scalar"
@@ -51,11 +51,6 @@ def is_scalar(node: exp.Expression) -> bool:
     )
 
 
-def _own_aliases(inner: exp.Select) -> set[str]:
-    sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
-    return {s.alias_or_name for s in sources}
-
-
 def _join_for(sub: exp.Subquery, number: int, model: str) -> tuple[exp.Join, exp.Expression]:
     """The join replacing the scalar sub-query `sub`, and the expression of its value."""
     inner = sub.this
@@ -73,31 +68,8 @@ def _join_for(sub: exp.Subquery, number: int, model: str) -> tuple[exp.Join, exp
             "a scalar sub-query that is not one ungrouped aggregate (it may return several rows)",
             _fragment(sub),
         )
-    own = _own_aliases(inner)
-    keys: list[exp.Expression] = []
-    links: list[exp.Expression] = []
-    local: list[exp.Expression] = []
-    where = inner.args.get("where")
-    for conjunct in conjuncts(where.this if where is not None else None):
-        if aliases(conjunct) <= own:
-            local.append(conjunct)
-            continue
-        if isinstance(conjunct, exp.EQ):
-            a, b = conjunct.this, conjunct.expression
-            if aliases(a) and aliases(a) <= own and aliases(b) and not aliases(b) & own:
-                keys.append(a)
-                links.append(b)
-                continue
-            if aliases(b) and aliases(b) <= own and aliases(a) and not aliases(a) & own:
-                keys.append(b)
-                links.append(a)
-                continue
-        raise UnsupportedQueryError(
-            model,
-            "a correlated condition other than an equality of inner and outer columns in a "
-            "scalar sub-query",
-            _fragment(conjunct),
-        )
+    found = correlation.split(inner, model, "a scalar sub-query")
+    keys, links, local = found.keys, found.links, found.local
     name = f"{ALIAS}{number}"
     value = inner.expressions[0].unalias()
     state = inner.copy()

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler import correlation
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
+from dbt.adapters.spark_ivm.compiler.templates import conjuncts
 
 DIALECT = "spark"
 ALIAS = "ivm_semi"
@@ -48,11 +49,6 @@ def has_subquery_test(select: exp.Select) -> bool:
         isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query"))
         for n in select.find_all(exp.Exists, exp.In)
     )
-
-
-def _inner_aliases(inner: exp.Select) -> set[str]:
-    sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
-    return {s.alias_or_name for s in sources}
 
 
 def _as_exists(test: exp.In, model: str) -> exp.Exists:
@@ -81,32 +77,8 @@ def _semi_join(
         raise UnsupportedQueryError(
             model, "EXISTS / IN over a sub-query that aggregates", _fragment(exists)
         )
-    own = _inner_aliases(inner)
-    keys: list[exp.Expression] = []
-    links: list[exp.Expression] = []
-    local: list[exp.Expression] = []
-    where = inner.args.get("where")
-    for conjunct in conjuncts(where.this if where is not None else None):
-        seen = aliases(conjunct)
-        if seen <= own:
-            local.append(conjunct)
-            continue
-        if isinstance(conjunct, exp.EQ):
-            a, b = conjunct.this, conjunct.expression
-            if aliases(a) <= own and aliases(b) and not aliases(b) & own:
-                keys.append(a)
-                links.append(b)
-                continue
-            if aliases(b) <= own and aliases(a) and not aliases(a) & own:
-                keys.append(b)
-                links.append(a)
-                continue
-        raise UnsupportedQueryError(
-            model,
-            "a correlated condition other than an equality of inner and outer columns in "
-            "EXISTS / IN",
-            _fragment(conjunct),
-        )
+    found = correlation.split(inner, model, "EXISTS / IN")
+    keys, links, local = found.keys, found.links, found.local
     name = f"{ALIAS}{number}"
     distinct = inner.copy()
     projections = keys or [exp.Literal.number(1)]
