@@ -20,6 +20,7 @@ from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.ir import (
     AggKind,
     Aggregate,
@@ -51,11 +52,6 @@ NONDETERMINISTIC_NAMES = frozenset(
         "unix_timestamp", "current_user", "user", "session_user",
     }
 )  # fmt: skip
-
-
-def _fragment(node: exp.Expression, limit: int = 120) -> str:
-    text = node.sql(dialect=DIALECT)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def relation_key(table: exp.Table, default_db: str) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError, fragment
 from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
 
 
@@ -70,11 +70,10 @@ def split(inner: exp.Select, model: str, where_in: str) -> Correlation:
             keys.append(pair[0])
             links.append(pair[1])
             continue
-        text = conjunct.sql(dialect="spark")
         raise UnsupportedQueryError(
             model,
             f"a correlated condition other than an equality of inner and outer columns in "
             f"{where_in}",
-            text if len(text) <= 120 else text[:117] + "...",
+            fragment(conjunct),
         )
     return Correlation(keys, links, local)

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+def fragment(node: object, limit: int = 120) -> str:
+    """A sqlglot node's Spark SQL, cut to `limit` characters: the part an error quotes."""
+    text = node.sql(dialect="spark")  # type: ignore[attr-defined]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class IvmError(Exception):
     """Base class for every error of the ivm compiler and refresh."""
 

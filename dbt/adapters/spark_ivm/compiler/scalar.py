@@ -28,8 +28,8 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import correlation
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 
-DIALECT = "spark"
 ALIAS = "ivm_scalar"
 #: Aggregates whose value over no rows is 0 (the others accepted are NULL over no rows).
 ZERO_ON_EMPTY: tuple[type[exp.Expression], ...] = (exp.Count, exp.CountIf)
@@ -37,11 +37,6 @@ NULL_ON_EMPTY: tuple[type[exp.Expression], ...] = (
     exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop, exp.StddevSamp,
     exp.Variance, exp.VariancePop,
 )  # fmt: skip
-
-
-def _fragment(node: exp.Expression) -> str:
-    text = node.sql(dialect=DIALECT)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def is_scalar(node: exp.Expression) -> bool:

@@ -32,15 +32,10 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import correlation
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.templates import conjuncts
 
-DIALECT = "spark"
 ALIAS = "ivm_semi"
-
-
-def _fragment(node: exp.Expression) -> str:
-    text = node.sql(dialect=DIALECT)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def has_subquery_test(select: exp.Select) -> bool:
