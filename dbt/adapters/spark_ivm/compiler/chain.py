@@ -217,9 +217,7 @@ class ChainMaintainer:
         drop_state(self.executor, aux_target(self.target))
 
     def _drop_stages(self, props: dict[str, str], keep: int) -> None:
-        """Remove the sub-query states numbered `keep` and up that the model kept before."""
-        for index in range(keep, int(props.get(STAGES, "0") or 0)):
-            drop_state(self.executor, stages.stage_target(self.target, index))
+        drop_stages(self.executor, self.target, props, keep)
 
     def _staged(self, props: dict[str, str]) -> Outcome:
         """A model with sub-query states (`stages.py`): each maintained in turn, innermost
@@ -292,3 +290,10 @@ def drop_state(executor: Executor, target: Target) -> None:
     """Drop a state's view and state table."""
     executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
     executor.execute(render.drop_state_sql(target.state))
+
+
+def drop_stages(executor: Executor, target: Target, props: dict[str, str], keep: int) -> None:
+    """Drop the sub-query states numbered `keep` and up that the model's view properties
+    `props` record."""
+    for index in range(keep, int(props.get(STAGES, "0") or 0)):
+        drop_state(executor, stages.stage_target(target, index))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.chain import STAGES, aux_target, drop_state
+from dbt.adapters.spark_ivm.compiler.chain import aux_target, drop_stages, drop_state
 from dbt.adapters.spark_ivm.compiler.errors import (
     IvmError,
     UncapturableBaseError,
@@ -30,7 +30,6 @@ from dbt.adapters.spark_ivm.compiler.errors import (
 from dbt.adapters.spark_ivm.compiler.facts import Executor, Target, table_properties
 from dbt.adapters.spark_ivm.compiler.refresh import Outcome
 from dbt.adapters.spark_ivm.compiler.settings import model_setting
-from dbt.adapters.spark_ivm.compiler.stages import stage_target
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 UNSUPPORTED_ENV = "DBT_SPARK_IVM_UNSUPPORTED"
@@ -65,11 +64,10 @@ def rebuild(
         executor.execute(render.drop_state_sql(target.state))
         drop_state(executor, aux_target(target))
         try:
-            kept = int(table_properties(executor.fetch, target.view).get(STAGES, "0") or 0)
+            props = table_properties(executor.fetch, target.view)
         except Exception:  # noqa: BLE001 - no readable view: no sub-query states recorded
-            kept = 0
-        for index in range(kept):
-            drop_state(executor, stage_target(target, index))
+            props = {}
+        drop_stages(executor, target, props, keep=0)
     props = {"ivm.sql": (user_sql or compiled_sql).strip(), FALLBACK: construct}
     prop_sql = ", ".join(
         f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
