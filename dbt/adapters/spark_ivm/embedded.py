@@ -243,6 +243,20 @@ def default_session_parameters(
         "spark.ui.showConsoleProgress": "false",
         # Small local data: Spark's 200 shuffle partitions make every join/aggregate slow.
         "spark.sql.shuffle.partitions": "4",
+        # The status store keeps its history even with the UI off: by default 1000 SQL
+        # executions (each with its plan graph and metrics), 1000 jobs and stages and every
+        # RDD graph. A refresh runs dozens of statements, so a long-lived process (the test
+        # suite, an orchestrator running dbt in-process) filled its 4 GiB heap with that
+        # history and spent minutes per statement in GC; the suite stalled after ~35,000
+        # stages. A few recent entries are all anyone reads without a UI.
+        "spark.sql.ui.retainedExecutions": "20",
+        "spark.ui.retainedJobs": "50",
+        "spark.ui.retainedStages": "50",
+        "spark.ui.retainedTasks": "1000",
+        "spark.ui.dagGraph.retainedRootRDDs": "50",
+        # Shuffles and broadcasts of finished statements are released only once the JVM
+        # collects their handles; a young-generation-only G1 can leave them for hours.
+        "spark.cleaner.periodicGC.interval": "5min",
     }
     if is_local_master(user_parameters.get("spark.master", defaults["spark.master"])):
         # A local engine has no business listening on external interfaces. With a cluster
