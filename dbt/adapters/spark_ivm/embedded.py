@@ -257,6 +257,13 @@ def default_session_parameters(
         # Shuffles and broadcasts of finished statements are released only once the JVM
         # collects their handles; a young-generation-only G1 can leave them for hours.
         "spark.cleaner.periodicGC.interval": "5min",
+        # Tungsten's page size defaults to 64 MiB on this heap: every broadcast hash relation
+        # (a hash map of a handful of delta rows) and every aggregate's fast hash map took a
+        # 64 MiB long[] of its own. Broadcast values stay in the driver's memory store until
+        # the cleaner drops them, so the suite's process held ~160 of them (JFR old-object
+        # sample: long[8388606] <- BytesToBytesMap <- UnsafeHashedRelation <- MemoryStore)
+        # and spent both cores in full GCs. Larger inputs take more pages of 2 MiB.
+        "spark.buffer.pageSize": "2m",
     }
     if is_local_master(user_parameters.get("spark.master", defaults["spark.master"])):
         # A local engine has no business listening on external interfaces. With a cluster
