@@ -22,11 +22,12 @@ queries, so a refresh does not plan the model again to find it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from dbt.adapters.spark_ivm.compiler import aux_state, render, stages
+from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, views
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.facts import (
     Executor,
@@ -74,9 +75,21 @@ class ChainMaintainer:
     log: Callable[[str], None] = print
     timings: list[tuple[str, float]] = field(default_factory=list)
     known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
+    # The model's own SQL (`compiled_sql` reads the views it reads through their queries).
+    user_sql: str = ""
+    # View properties of every state: the digests of the views the model reads (`views.py`).
+    view_digests: dict[str, str] = field(default_factory=dict)
+    # Why the model's SQL changed when a view's definition did (None: not because of a view).
+    views_changed: str | None = None
 
     def _maintainer(self, **kwargs) -> Maintainer:
+        extra = kwargs.pop("view_properties", {})
         base = {
+            "view_properties": {
+                **({views.VIEWS: json.dumps(self.view_digests)} if self.view_digests else {}),
+                **extra,
+            },
+            "sql_changed_because": self.views_changed,
             "known_properties": self.known,
             "executor": self.executor,
             "model": self.model,
@@ -86,6 +99,8 @@ class ChainMaintainer:
             "full_refresh": self.full_refresh,
             "log": self.log,
         }
+        if "compiled_sql" not in kwargs:
+            base["user_sql"] = self.user_sql or None
         return Maintainer(**{**base, **kwargs})
 
     def _properties(self, relation: str) -> dict[str, str] | None:
@@ -100,8 +115,26 @@ class ChainMaintainer:
         self.known[relation] = found
         return found
 
+    def _read_views(self, props: dict[str, str]) -> None:
+        """Replace the views the model reads by their queries (`views.py`)."""
+        self.user_sql = self.user_sql or self.compiled_sql
+        start = time.monotonic()
+        try:
+            found = views.read_definitions(
+                self.executor.fetch, self.user_sql, self.target.schema.lower(), self.model
+            )
+        finally:
+            self.timings.append(("views", time.monotonic() - start))
+        self.view_digests = views.digests(found)
+        self.views_changed = views.changed(props.get(views.VIEWS), self.view_digests)
+        if found:
+            self.compiled_sql = views.expand(
+                self.user_sql, found, self.target.schema.lower(), self.model
+            )
+
     def run(self) -> Outcome:
         props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
+        self._read_views(props)
         if stages.needed(self.compiled_sql):
             return self._staged(props)
         self._drop_stages(props, keep=0)
@@ -179,7 +212,7 @@ class ChainMaintainer:
                 handoff[target.state] = Handoff(keys=aux.changed_keys)
             top = self._maintainer(
                 compiled_sql=top_sql,
-                user_sql=self.compiled_sql,
+                user_sql=self.user_sql,
                 view_properties={CHOICE: choice, AUX_SQL: aux_sql, TOP_SQL: top_sql},
                 rebuild_because=reason,
                 handoff=handoff,
@@ -272,7 +305,7 @@ class ChainMaintainer:
                 summaries.append(f"state {target.view}: {first.summary}")
             top = self._maintainer(
                 compiled_sql=sql(tree),
-                user_sql=self.compiled_sql,
+                user_sql=self.user_sql,
                 view_properties={STAGES: str(len(done))},
                 rebuild_because=rebuilt,
                 handoff=handoff,

@@ -94,6 +94,8 @@ class Maintainer(FactsReader):
     user_sql: str | None = None
     view_properties: dict[str, str] = field(default_factory=dict)  # more view properties
     rebuild_because: str | None = None  # the model's plan changed (`chain.py`): rebuild
+    # Why the SQL differs from the state's when a view it reads changed (`views.py`).
+    sql_changed_because: str | None = None
     # An auxiliary state (`chain.py`): keep the scratch relations after the run (the caller
     # releases them), and say which (delta table, key columns) hold every state key this
     # refresh changed.
@@ -196,7 +198,7 @@ class Maintainer(FactsReader):
         if meta is None:
             return f"the existing {self.existing} {self.target.view} has no ivm state"
         if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
-            return "the model SQL changed since its state was built"
+            return self.sql_changed_because or "the model SQL changed since its state was built"
         if sorted(meta.get("watermarks", {})) != sorted(the_plan.query.relations):
             return "the model's base relations changed"
         outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]

@@ -1,0 +1,229 @@
+"""An ivm model over dbt `view` models, views over views, ephemeral models and a hand-made
+view (issue 12, item 2): each view is read through its query, so the model is maintained
+over the tables underneath.
+
+User-visible outcomes: the models build and then refresh incrementally (no rebuild) while the
+base tables change under the views, NULLs and duplicates included; after every run each
+relation equals its SQL run now (bags, and `dbt test` with `ivm_consistent`); a changed view
+definition rebuilds the models that read it and the run's message names the view. Refused,
+naming what and creating nothing: a view over a parquet table, and an Iceberg view that names
+a table without its database (Spark 3.5 resolves that name in the reader's current database,
+not the view's: a model over it would have no one right answer).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from small_project import SmallProject
+
+SCHEMA = "ivm_vb"
+RAW = "ivm_vb_raw"
+
+STG_ORDERS = (
+    "{{ config(materialized='view') }}\n"
+    "select oid, cust, lower(status) as status, amount, amount * 2 "
+    f"from {RAW}.orders where oid is not null"
+)
+MODELS = {
+    "stg_orders": STG_ORDERS,
+    # a view over a view and over a hand-made view (`hand_customers`, made in the fixture)
+    "int_orders": (
+        "{{ config(materialized='view') }}\n"
+        "select o.oid, o.cust, o.status, o.amount, h.region "
+        "from {{ ref('stg_orders') }} o left join "
+        f"{SCHEMA}.hand_customers h on h.cid = o.cust"
+    ),
+    # an aggregating view: a sub-query state of the models over it
+    "cust_totals": (
+        "{{ config(materialized='view') }}\n"
+        "select cust, sum(amount) as total, count(*) as n from {{ ref('stg_orders') }} group by cust"
+    ),
+    "big_orders": (
+        "{{ config(materialized='ephemeral') }}\n"
+        "select * from {{ ref('stg_orders') }} where amount > 10 or amount is null"
+    ),
+    "mart_region": (
+        "{{ config(materialized='ivm') }}\n"
+        "select i.region, i.status, count(*) as n, sum(i.amount) as s, max(i.amount) as m "
+        "from {{ ref('int_orders') }} i group by i.region, i.status"
+    ),
+    "mart_big": (
+        "{{ config(materialized='ivm') }}\n"
+        "select b.cust, count(*) as n, sum(`(amount * 2)`) as twice from {{ ref('big_orders') }} b "
+        "group by b.cust"
+    ),
+    "mart_totals": (
+        "{{ config(materialized='ivm') }}\n"
+        "select c.region, count(*) as n, sum(t.total) as total, sum(t.n) as orders "
+        "from {{ ref('cust_totals') }} t join "
+        f"{RAW}.customers c on c.cid = t.cust group by c.region"
+    ),
+}
+MARTS = ("mart_region", "mart_big", "mart_totals")
+STATUSES = ("A", "b", "C", None)
+REGIONS = ("north", "south", None)
+
+
+def _amount(rng: random.Random) -> str:
+    return "NULL" if rng.random() < 0.15 else f"{rng.randint(-5, 40)}.{rng.randint(0, 99):02d}"
+
+
+def _text(value: str | None) -> str:
+    return "NULL" if value is None else f"'{value}'"
+
+
+def _order(rng: random.Random, oid: int | None) -> str:
+    cust = "NULL" if rng.random() < 0.1 else str(rng.randint(1, 6))
+    return (
+        f"({'NULL' if oid is None else oid}, {cust}, {_text(rng.choice(STATUSES))}, {_amount(rng)})"
+    )
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("view_bases"), "view_bases", SCHEMA)
+    p.start_spark()
+    for schema in (SCHEMA, RAW):
+        p.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+    for view in ("hand_customers", "unqualified_customers", "on_parquet_view"):
+        p.sql(f"DROP VIEW IF EXISTS {SCHEMA}.{view}")
+    for name in (f"{RAW}.orders", f"{RAW}.customers", f"{SCHEMA}.customers", f"{RAW}.plain"):
+        p.sql(f"DROP TABLE IF EXISTS {name}")
+    p.sql(
+        f"CREATE TABLE {RAW}.orders (oid int, cust int, status string, amount decimal(10,2)) USING iceberg"
+    )
+    p.sql(f"CREATE TABLE {RAW}.customers (cid int, region string) USING iceberg")
+    rng = random.Random(12)
+    rows = [_order(rng, rng.choice([None, *range(1, 30)])) for _ in range(30)]
+    p.sql(f"INSERT INTO {RAW}.orders VALUES {', '.join(rows + rows[:3])}")
+    customers = [f"({c}, {_text(rng.choice(REGIONS))})" for c in (1, 2, 3, 4, 5, 5)]
+    p.sql(f"INSERT INTO {RAW}.customers VALUES {', '.join(customers)}, (NULL, 'north')")
+    p.sql(f"CREATE VIEW {SCHEMA}.hand_customers AS SELECT cid, region FROM {RAW}.customers")
+    # The model's schema has a `customers` table too, with other rows, and this view names
+    # `customers` without a database (made while RAW was the current database).
+    p.sql(f"CREATE TABLE {SCHEMA}.customers (cid int, region string) USING iceberg")
+    p.sql(f"INSERT INTO {SCHEMA}.customers VALUES (1, 'decoy'), (2, 'decoy'), (3, 'decoy')")
+    p.sql(f"USE {RAW}")
+    try:
+        p.sql(f"CREATE VIEW {SCHEMA}.unqualified_customers AS SELECT cid, region FROM customers")
+    finally:
+        p.sql("USE default")
+    p.sql(f"CREATE TABLE {RAW}.plain (k string, x int) USING parquet")
+    p.sql(f"INSERT INTO {RAW}.plain VALUES ('a', 1), (NULL, 2)")
+    p.sql(f"CREATE VIEW {SCHEMA}.on_parquet_view AS SELECT k, x FROM {RAW}.plain")
+    for name, text in MODELS.items():
+        (p.root / "models" / f"{name}.sql").write_text(text)
+    tests = {"version": 2, "models": [{"name": m, "data_tests": ["ivm_consistent"]} for m in MARTS]}
+    (p.root / "models" / "consistency.yml").write_text(json.dumps(tests))
+    return p
+
+
+def _run(p: SmallProject, *select: str) -> dict[str, str]:
+    args = ["run", *(["--select", *select] if select else [])]
+    result = p.dbt(*args)
+    messages = {
+        r.node.name: str(r.message) for r in (result.result.results if result.result else [])
+    }
+    assert result.success, f"dbt run failed: {messages} {result.exception}"
+    return messages
+
+
+def _check(p: SmallProject) -> None:
+    for mart in MARTS:
+        compiled = (
+            p.root / "target" / "compiled" / "view_bases" / "models" / f"{mart}.sql"
+        ).read_text()
+        got, want = p.bag(f"SELECT * FROM {SCHEMA}.{mart}"), p.bag(compiled)
+        assert got == want, (
+            f"{mart}: relation {sorted(got.items(), key=str)} != SQL {sorted(want.items(), key=str)}"
+        )
+    result = p.dbt("test", "--select", *MARTS)
+    assert result.success, [str(r.message) for r in result.result.results]
+
+
+def _change(p: SmallProject, rng: random.Random) -> None:
+    new = [_order(rng, rng.choice([None, *range(1, 40)])) for _ in range(rng.randint(1, 5))]
+    p.sql(f"INSERT INTO {RAW}.orders VALUES {', '.join(new)}")
+    p.sql(f"DELETE FROM {RAW}.orders WHERE oid % 7 = {rng.randint(0, 6)}")
+    p.sql(
+        f"UPDATE {RAW}.orders SET amount = amount + 11, status = {_text(rng.choice(STATUSES))} "
+        f"WHERE cust = {rng.randint(1, 6)}"
+    )
+    p.sql(
+        f"UPDATE {RAW}.customers SET region = {_text(rng.choice(REGIONS))} WHERE cid = {rng.randint(1, 5)}"
+    )
+    if rng.random() < 0.5:
+        p.sql(
+            f"INSERT INTO {RAW}.customers VALUES ({rng.randint(1, 7)}, {_text(rng.choice(REGIONS))})"
+        )
+
+
+def test_models_over_views_refresh_incrementally_and_stay_exact(project: SmallProject) -> None:
+    p = project
+    messages = _run(p)
+    for mart in MARTS:
+        assert messages[mart].startswith("built (first run)"), messages
+    _check(p)
+
+    rng = random.Random(7)
+    for _ in range(3):
+        _change(p, rng)
+        messages = _run(p)  # the views are re-created by dbt every run, with the same SQL
+        for mart in MARTS:
+            assert "built" not in messages[mart], messages[mart]
+        _check(p)
+    messages = _run(p, *MARTS)
+    for mart in MARTS:
+        assert messages[mart].startswith("no MERGE"), messages[mart]
+
+
+def test_a_changed_view_definition_rebuilds_its_readers_and_says_why(project: SmallProject) -> None:
+    p = project
+    _run(p)
+    (p.root / "models" / "stg_orders.sql").write_text(STG_ORDERS + " and amount is not null")
+    try:
+        messages = _run(p)
+        for mart in MARTS:
+            assert "the definition of view ivm_vb.stg_orders changed" in messages[mart], messages
+        _check(p)
+        _change(p, random.Random(3))
+        messages = _run(p)
+        assert all("built" not in messages[m] for m in MARTS), messages
+        _check(p)
+    finally:
+        (p.root / "models" / "stg_orders.sql").write_text(STG_ORDERS)
+
+
+@pytest.mark.parametrize(
+    ("select", "expected"),
+    [
+        (
+            f"select k, count(*) as n from {SCHEMA}.on_parquet_view group by k",
+            [f"{RAW}.plain", "not an Apache Iceberg table"],
+        ),
+        (
+            f"select region, count(*) as n from {SCHEMA}.unqualified_customers group by region",
+            [f"view {SCHEMA}.unqualified_customers reading table customers without a database"],
+        ),
+    ],
+    ids=["over_parquet", "unqualified_name"],
+)
+def test_views_that_cannot_be_maintained_are_refused_by_name(
+    project: SmallProject, select: str, expected: list[str]
+) -> None:
+    p = project
+    (p.root / "models" / "refused.sql").write_text(
+        f"{{{{ config(materialized='ivm') }}}}\n{select}"
+    )
+    try:
+        result = p.dbt("run", "--select", "refused")
+        assert not result.success
+        message = " ".join(str(r.message) for r in result.result.results)
+        assert all(e in message for e in expected), message
+        names = {r[1] for r in p.sql(f"SHOW TABLES IN {SCHEMA}")}
+        assert not any(n.startswith("refused") for n in names), names
+    finally:
+        (p.root / "models" / "refused.sql").unlink()
