@@ -189,6 +189,12 @@ class DbtProject:
         (self.root / "models" / "sources.yml").write_text(_yaml(sources))
         for fam in self.families:
             (self.root / "models" / f"{fam.name}.sql").write_text(self.model_sql(fam))
+            for name, materialized, select in fam.upstream:
+                # an upstream ivm model is a table like the family's own in bring-up runs
+                kind = self.materialization if materialized == "ivm" else materialized
+                header = f"{{{{ config(materialized={_jinja_literal(kind)}) }}}}\n"
+                body = textwrap.dedent(select).strip()
+                (self.root / "models" / f"{name}.sql").write_text(f"{header}{body}\n")
         (self.root / "macros" / "ivm_harness.sql").write_text(
             "{% macro ivm_harness_bootstrap(base_schema) %}\n"
             # not run_query: over thrift PyHive cannot fetch a DDL's empty result

@@ -508,6 +508,7 @@ class Harness:
     def run_rounds(self) -> HarnessReport:
         """Run the build round and every change round (after `setup`)."""
         names = [f.name for f in self.families]
+        names += [name for f in self.families for name, _, _ in f.upstream]
         for fam in self.families:
             self.report.failures[fam.name] = []
         for number, kind in enumerate(round_kinds(self.config.rounds, self.config.plan)):

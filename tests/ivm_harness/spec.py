@@ -117,6 +117,10 @@ class Family:
         sql: the model SELECT; base tables are referenced as `{{ source('base', '<table>') }}`.
         config: extra dbt config for the model (rendered into `config(...)`).
         tags: free-form labels (e.g. the issue that introduced the family).
+        upstream: models the SELECT reads with `{{ ref('<name>') }}`, each (name,
+            materialization, SELECT): dbt views, ephemeral models, other ivm models. They are
+            run with the family's model every round (dbt re-creates the views); names start
+            with the family's name, so families never share one.
     """
 
     name: str
@@ -124,13 +128,20 @@ class Family:
     sql: str
     config: dict[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
+    upstream: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         """Check the name and that the SELECT only names sources it declares."""
         if not _IDENT.match(self.name):
             raise ValueError(f"bad family name {self.name!r}")
+        for name, _, _ in self.upstream:
+            if not name.startswith(f"{self.name}__") or not _IDENT.match(name):
+                raise ValueError(
+                    f"family {self.name}: upstream model {name!r} not named {self.name}__*"
+                )
         declared = {t.name for t in self.tables}
-        used = set(re.findall(r"source\(\s*'base'\s*,\s*'([a-z0-9_]+)'\s*\)", self.sql))
+        text = " ".join([self.sql, *(select for _, _, select in self.upstream)])
+        used = set(re.findall(r"source\(\s*'base'\s*,\s*'([a-z0-9_]+)'\s*\)", text))
         if not used:
             raise ValueError(f"family {self.name}: SELECT references no source('base', ...)")
         if used - declared:

@@ -185,7 +185,8 @@ def _view_names(fetch: Fetch, database: str) -> set[str]:
         rows = fetch(f"SHOW VIEWS IN {sql(exp.to_identifier(database, quoted=True))}")
     except Exception:  # noqa: BLE001 - no such database: planning reports the missing table
         return set()
-    return {str(r[1]).lower() for r in rows if len(r) >= 3 and not r[2]}
+    # isTemporary: a bool from the session, maybe text over Thrift
+    return {str(r[1]).lower() for r in rows if len(r) >= 3 and str(r[2]).lower() != "true"}
 
 
 def read_definition(fetch: Fetch, relation: str, model: str) -> ViewDefinition:
