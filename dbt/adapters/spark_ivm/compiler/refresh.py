@@ -307,6 +307,8 @@ class Maintainer(FactsReader):
             if method is capture.CaptureMethod.NONE or new is None:
                 continue
             columns = read[relation]
+            # doubles grouped by their text in the log (`capture/weights.py`)
+            exact = [n for n, t in query.columns_of(relation) if t.lower() in ("double", "float")]
             log_table = self.target.log(index)
             handed = self.handoff.get(relation)
             if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):
@@ -316,15 +318,15 @@ class Maintainer(FactsReader):
                 continue
             if handed is not None and handed.keys is not None:
                 self.captured[relation] = "handed over, keyed version diff"
-                select = version_diff.log_select(relation, old, new, columns, handed.keys)
+                select = version_diff.log_select(relation, old, new, columns, handed.keys, exact)
             elif method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
                 self.scratch.append(view)
                 self.captured[relation] = self._changelog_view(relation, old, new, view)
-                select = changelog.log_select(view, columns)
+                select = changelog.log_select(view, columns, exact)
             else:
                 self.captured[relation] = "version diff"
-                select = version_diff.log_select(relation, old, new, columns)
+                select = version_diff.log_select(relation, old, new, columns, exact=exact)
             self._compute_scratch(f"log {relation}", log_table, select)
             n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
             counts[relation] = n

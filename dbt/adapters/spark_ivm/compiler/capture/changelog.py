@@ -13,7 +13,7 @@ Spark 3.5 SQL).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
@@ -39,7 +39,7 @@ def procedure_sql(relation: str, old: int | None, new: int, view_name: str) -> s
     )
 
 
-def log_select(view_name: str, columns: Sequence[str]) -> exp.Select:
+def log_select(view_name: str, columns: Sequence[str], exact: Collection[str] = ()) -> exp.Select:
     """The compacted log of a changelog view (raw or carry-overs removed: same result)."""
     weight = exp.If(
         this=exp.column("_change_type").isin("INSERT", "UPDATE_AFTER"),
@@ -52,4 +52,4 @@ def log_select(view_name: str, columns: Sequence[str]) -> exp.Select:
         .select(exp.alias_(weight, "__ivm_cw", quoted=True))
         .from_(exp.to_identifier(view_name, quoted=True))
     )
-    return weighted_log(source, columns, col("__ivm_cw"))
+    return weighted_log(source, columns, col("__ivm_cw"), exact)

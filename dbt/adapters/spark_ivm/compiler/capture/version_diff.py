@@ -8,7 +8,7 @@ the new version with weight +1, every row of the old one with -1, compacted by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
@@ -22,6 +22,7 @@ def log_select(
     new: int,
     columns: Sequence[str],
     keyed: tuple[str, Sequence[str]] | None = None,
+    exact: Collection[str] = (),
 ) -> exp.Select:
     """new - old as weighted rows: the bag difference of two versions (a full scan of both).
 
@@ -60,4 +61,4 @@ def log_select(
         return select
 
     union = exp.union(version(new, 1), version(old, -1), distinct=False)
-    return weighted_log(union, columns, col("__ivm_cw"))
+    return weighted_log(union, columns, col("__ivm_cw"), exact)
