@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,36 @@ class SmallProject:
 
     def bag(self, statement: str) -> Counter:
         return Counter(self.sql(statement))
+
+    def run(self, *args: str) -> dict[str, str]:
+        """`dbt run` with `args`; each model's result message by name. Fails if dbt fails."""
+        result = self.dbt("run", *args)
+        results = result.result.results if result.result else []
+        messages = {r.node.name: str(r.message) for r in results}
+        assert result.success, f"dbt run failed: {messages} {result.exception}"
+        return messages
+
+    def check_models(self, models: Sequence[str]) -> None:
+        """Each model's relation equals a fresh run of its compiled SQL (as bags), and its
+        `ivm_consistent` tests pass (`dbt test --select models`)."""
+        name = yaml_name(self.root)
+        for model in models:
+            compiled = self.root / "target" / "compiled" / name / "models" / f"{model}.sql"
+            got, want = (
+                self.bag(f"SELECT * FROM {self.output['schema']}.{model}"),
+                self.bag(compiled.read_text()),
+            )
+            assert got == want, (
+                f"{model}: relation {sorted(got.items(), key=str)} != "
+                f"SQL {sorted(want.items(), key=str)}"
+            )
+        result = self.dbt("test", "--select", *models)
+        assert result.success, [str(r.message) for r in result.result.results]
+
+
+def yaml_name(root: Path) -> str:
+    """The project name in `root`'s dbt_project.yml (the compiled SQL's folder)."""
+    for line in (root / "dbt_project.yml").read_text().splitlines():
+        if line.startswith("name:"):
+            return line.split(":", 1)[1].strip().strip("'\"")
+    raise ValueError(f"no name in {root / 'dbt_project.yml'}")

@@ -19,7 +19,6 @@ WINDOW_SQL = (
     f"sum(x) over (partition by k) as total from {SCHEMA}.base"
 )
 PLAIN_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.base group by k"
-PARQUET_SQL = f"select k, count(*) as n from {SCHEMA}.plain group by k"
 REBUILD = "{{ config(materialized='ivm', ivm_unsupported='rebuild') }}\n"
 
 
@@ -28,15 +27,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("fallback"), "fallback", SCHEMA)
     p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    for name in ("base", "plain"):
-        p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
+    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
     p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
     p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4), ('a', 2)")
-    p.sql(f"CREATE TABLE {SCHEMA}.plain (k string) USING parquet")
-    p.sql(f"INSERT INTO {SCHEMA}.plain VALUES ('a'), ('b'), (NULL), ('a')")
     tests = {
         "version": 2,
-        "models": [{"name": m, "data_tests": ["ivm_consistent"]} for m in ("ranked", "on_parquet")],
+        "models": [{"name": m, "data_tests": ["ivm_consistent"]} for m in ("ranked",)],
     }
     (p.root / "models" / "consistency.yml").write_text(json.dumps(tests))
     return p
@@ -96,25 +92,6 @@ def test_a_window_model_is_rebuilt_each_run_and_switches_with_its_sql(project: S
     assert relations.get("ranked") is False, relations
     assert not [t for t in relations if t.startswith("ranked__")], relations
     _equal(p, "ranked", WINDOW_SQL)
-
-
-def test_a_model_over_a_parquet_table_is_rebuilt_and_the_default_still_refuses(
-    project: SmallProject,
-):
-    p = project
-    _write(p, "on_parquet", "{{ config(materialized='ivm') }}\n", PARQUET_SQL)
-    result = p.dbt("run", "--select", "on_parquet")
-    assert not result.success
-    assert "on_parquet" not in _tables(p), _tables(p)
-
-    _write(p, "on_parquet", REBUILD, PARQUET_SQL)
-    message = _run(p, "on_parquet")
-    assert "rebuilt in full" in message and "not an Apache Iceberg table" in message, message
-    p.sql(f"INSERT INTO {SCHEMA}.plain VALUES ('c'), (NULL)")
-    _run(p, "on_parquet")
-    _equal(p, "on_parquet", PARQUET_SQL)
-    result = p.dbt("test", "--select", "on_parquet")
-    assert result.success, [str(r.message) for r in result.result.results]
 
 
 def test_an_unknown_setting_is_an_error_naming_it(project: SmallProject):

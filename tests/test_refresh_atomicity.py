@@ -28,14 +28,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("atomic"), "atomic", SCHEMA)
     p.model("agg", MODEL_SQL)
     p.model("windowed", f"select k, row_number() over (order by x) as rn from {SCHEMA}.base")
-    p.model("on_parquet", f"select k, count(*) as n from {SCHEMA}.plain group by k")
     assert p.dbt("debug").success
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
     p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
     p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4), ('a', 2)")
-    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.plain")
-    p.sql(f"CREATE TABLE {SCHEMA}.plain (k string) USING parquet")
     return p
 
 
@@ -88,13 +85,6 @@ def test_window_function_is_refused_by_name_and_nothing_is_created(project: Smal
     assert "windowed" in message and "window function" in message, message
     tables = {r[1] for r in project.sql(f"SHOW TABLES IN {SCHEMA}")}
     assert not any(t.startswith("windowed") for t in tables), tables
-
-
-def test_non_iceberg_base_is_refused_by_name(project: SmallProject):
-    message = _run_error(project, "on_parquet")
-    assert "on_parquet" in message and "not an Apache Iceberg table" in message, message
-    tables = {r[1] for r in project.sql(f"SHOW TABLES IN {SCHEMA}")}
-    assert not any(t.startswith("on_parquet") for t in tables), tables
 
 
 def test_changed_sql_rebuilds_and_full_refresh_rebuilds(project: SmallProject):

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, views
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
+from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.facts import (
     Executor,
     Target,
     describe_columns,
+    is_iceberg,
     table_properties,
 )
 from dbt.adapters.spark_ivm.compiler.refresh import Handoff, Maintainer, Outcome, sql_hash
@@ -132,9 +134,52 @@ class ChainMaintainer:
                 self.user_sql, found, self.target.schema.lower(), self.model
             )
 
+    def _copy_bases(self) -> None:
+        """Read every base relation that keeps no snapshots through an Iceberg copy brought
+        level with it first (`capture/snapshot_diff.py`)."""
+        default_db = self.target.schema.lower()
+        copies: dict[str, str] = {}
+        for relation in base_relations(self.compiled_sql, default_db, self.model):
+            found = self._properties(relation)
+            if found is not None and not is_iceberg(found):
+                copies[relation] = snapshot_diff.copy_name(self.target.view, relation)
+        for relation, copy in copies.items():
+            self._sync_copy(relation, copy)
+        self.compiled_sql = snapshot_diff.read_copies(self.compiled_sql, copies, default_db)
+
+    def _sync_copy(self, relation: str, copy: str) -> None:
+        start = time.monotonic()
+        try:
+            columns = describe_columns(
+                self.executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}")
+            )
+            found = self._properties(copy)
+            digest = snapshot_diff.schema_digest(columns)
+            if found is None or found.get(snapshot_diff.SOURCE_SCHEMA) != digest:
+                why = "first run" if found is None else "its columns changed"
+                for statement in snapshot_diff.create_copy_sql(relation, copy, columns):
+                    self.executor.execute(statement)
+                self.known.pop(copy, None)
+                self.log(
+                    f"ivm model '{self.model}': {relation} keeps no snapshots: copied into "
+                    f"{copy} ({why}); its changes are read by snapshot diff"
+                )
+                return
+            rows = self.executor.fetch(snapshot_diff.differing_rows_sql(relation, copy, columns))
+            differing = int(rows[0][0])
+            if differing:
+                self.executor.execute(snapshot_diff.overwrite_copy_sql(relation, copy))
+            self.log(
+                f"ivm model '{self.model}': snapshot diff of {relation} against {copy}: "
+                f"{differing} distinct rows differ" + ("; copy overwritten" if differing else "")
+            )
+        finally:
+            self.timings.append(("snapshot diff", time.monotonic() - start))
+
     def run(self) -> Outcome:
         props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
         self._read_views(props)
+        self._copy_bases()
         if stages.needed(self.compiled_sql):
             return self._staged(props)
         self._drop_stages(props, keep=0)
