@@ -173,6 +173,23 @@ def test_a_failure_after_the_copy_leaves_the_relation_and_the_next_run_exact(
     p.check_models(("over_parquet",))
 
 
+def test_a_refused_model_over_a_parquet_table_leaves_no_copy(project: SmallProject) -> None:
+    p = project
+    (p.root / "models" / "ranked.sql").write_text(
+        "{{ config(materialized='ivm') }}\n"
+        f"select k, rank() over (partition by k order by x) as r from {SCHEMA}.plain"
+    )
+    try:
+        result = p.dbt("run", "--select", "ranked")
+        assert not result.success
+        message = " ".join(str(r.message) for r in result.result.results)
+        assert "window function" in message, message
+        names = {r[1] for r in p.sql(f"SHOW TABLES IN {SCHEMA}")}
+        assert not any(n.startswith("ranked") for n in names), names
+    finally:
+        (p.root / "models" / "ranked.sql").unlink()
+
+
 def test_a_column_added_to_the_base_rebuilds_and_says_why(project: SmallProject) -> None:
     p = project
     p.run("--select", "over_parquet")

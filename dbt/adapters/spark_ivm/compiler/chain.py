@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, views
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.facts import (
     Executor,
     Target,
@@ -83,6 +84,7 @@ class ChainMaintainer:
     view_digests: dict[str, str] = field(default_factory=dict)
     # Why the model's SQL changed when a view's definition did (None: not because of a view).
     views_changed: str | None = None
+    created_copies: list[str] = field(default_factory=list)  # snapshot-diff copies made now
 
     def _maintainer(self, **kwargs) -> Maintainer:
         extra = kwargs.pop("view_properties", {})
@@ -160,6 +162,8 @@ class ChainMaintainer:
                 for statement in snapshot_diff.create_copy_sql(relation, copy, columns):
                     self.executor.execute(statement)
                 self.known.pop(copy, None)
+                if found is None:
+                    self.created_copies.append(copy)
                 self.log(
                     f"ivm model '{self.model}': {relation} keeps no snapshots: copied into "
                     f"{copy} ({why}); its changes are read by snapshot diff"
@@ -180,6 +184,15 @@ class ChainMaintainer:
         props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
         self._read_views(props)
         self._copy_bases()
+        try:
+            return self._run(props)
+        except UnsupportedQueryError:
+            # A refusal creates nothing: not even the copies made for it in this run.
+            for copy in self.created_copies:
+                self.executor.execute(f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE")
+            raise
+
+    def _run(self, props: dict[str, str]) -> Outcome:
         if stages.needed(self.compiled_sql):
             return self._staged(props)
         self._drop_stages(props, keep=0)
