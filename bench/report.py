@@ -83,9 +83,9 @@ def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
 
 #: Refresh statements (the plugin's DBT_SPARK_IVM_TIMINGS labels) grouped by what they do.
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("plan", ("properties", "describe", "describe query", "describe args", "meta", "sizes")),
+    ("plan", ("properties", "describe", "describe query", "describe args", "meta", "sizes", "views")),
     ("pin", ("refresh", "snapshot", "metadata")),
-    ("capture", ("changelog", "log", "count")),
+    ("capture", ("changelog", "log", "count", "snapshot diff")),
     ("key ranges", ("key ranges",)),
     ("delta", ("delta", "stats")),
     ("recompute", ("recompute",)),
@@ -98,8 +98,12 @@ DBT_PHASE = "dbt"
 
 
 def _phase_of(label: str) -> str:
-    # An auxiliary state's statements ("aux <label>") count in the phase of their label.
+    # An auxiliary state's statements ("aux <label>") and a sub-query state's ("s<i> <label>")
+    # count in the phase of their label.
     label = label.removeprefix("aux ")
+    first, _, rest = label.partition(" ")
+    if rest and first[:1] == "s" and first[1:].isdigit():
+        label = rest
     head = "log" if label.startswith("log ") else label
     return next((name for name, labels in PHASES if head in labels), "other")
 
