@@ -14,7 +14,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_ivm.compiler import fallback
+from dbt.adapters.spark_ivm.compiler import explain, fallback
 from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
@@ -115,6 +115,31 @@ class IvmJinjaApi:
             "main_sql": outcome.main_sql,
             "summary": outcome.summary,
         }
+
+    @available.parse_none
+    def ivm_explain(
+        self,
+        model_name: str,
+        schema: str,
+        identifier: str,
+        aux_states: str | None = None,
+        select: str | None = None,
+    ) -> list[str]:
+        """The model's dataflow in words (`compiler/explain.py`); read-only. `select`: a
+        SELECT to explain instead of the one the model's relation records."""
+        maintainer = ChainMaintainer(
+            executor=_ConnectionExecutor(self),
+            model=model_name,
+            compiled_sql="",
+            target=Target(schema, identifier),
+            existing="view",
+            mode=aux_mode(aux_states, model_name),
+            log=logger.info,
+        )
+        try:
+            return explain.explain(maintainer, select or None)
+        except IvmError as e:
+            raise DbtRuntimeError(str(e)) from e
 
     @available.parse_none
     def ivm_consistency_sql(self, schema: str, identifier: str) -> str:

@@ -136,18 +136,20 @@ class ChainMaintainer:
                 self.user_sql, found, self.target.schema.lower(), self.model
             )
 
-    def _copy_bases(self) -> None:
+    def _copy_bases(self, sync: bool = True) -> dict[str, str]:
         """Read every base relation that keeps no snapshots through an Iceberg copy brought
-        level with it first (`capture/snapshot_diff.py`)."""
+        level with it first (`capture/snapshot_diff.py`; `sync=False`: only read through the
+        copies, as they are). Returns the copies by base relation."""
         default_db = self.target.schema.lower()
         copies: dict[str, str] = {}
         for relation in base_relations(self.compiled_sql, default_db, self.model):
             found = self._properties(relation)
             if found is not None and not is_iceberg(found):
                 copies[relation] = snapshot_diff.copy_name(self.target.view, relation)
-        for relation, copy in copies.items():
+        for relation, copy in copies.items() if sync else ():
             self._sync_copy(relation, copy)
         self.compiled_sql = snapshot_diff.read_copies(self.compiled_sql, copies, default_db)
+        return copies
 
     def _sync_copy(self, relation: str, copy: str) -> None:
         start = time.monotonic()
