@@ -83,8 +83,11 @@ def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
 
 #: Refresh statements (the plugin's DBT_SPARK_IVM_TIMINGS labels) grouped by what they do.
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("plan", ("properties", "describe", "describe query", "describe args", "meta", "sizes", "views")),
-    ("pin", ("refresh", "snapshot", "metadata")),
+    (
+        "plan",
+        ("properties", "describe", "describe query", "describe args", "meta", "sizes", "views"),
+    ),
+    ("pin", ("refresh", "snapshot", "metadata", "upstream")),
     ("capture", ("changelog", "log", "count", "snapshot diff")),
     ("key ranges", ("key ranges",)),
     ("delta", ("delta", "stats")),

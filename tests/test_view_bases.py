@@ -5,7 +5,8 @@ over the tables underneath.
 User-visible outcomes: the models build and then refresh incrementally (no rebuild) while the
 base tables change under the views, NULLs and duplicates included; after every run each
 relation equals its SQL run now (bags, and `dbt test` with `ivm_consistent`), an ivm model over another
-ivm model included (it reads the upstream's state table through the upstream's view); a changed view
+ivm model included (it reads the upstream's state table through the upstream's view; run
+alone over an upstream that is behind its own base tables, it says so and names them); a changed view
 definition rebuilds the models that read it and the run's message names the view; a view
 over a parquet table is read down to that table, which is captured by snapshot diff. Refused,
 naming what and creating nothing: an Iceberg view that names a table without its database (Spark 3.5 resolves that name in the reader's current database,
@@ -182,6 +183,25 @@ def test_a_changed_view_definition_rebuilds_its_readers_and_says_why(project: Sm
         p.check_models(MARTS)
     finally:
         (p.root / "models" / "stg_orders.sql").write_text(STG_ORDERS)
+
+
+def test_a_model_run_alone_over_a_stale_upstream_says_so(project: SmallProject) -> None:
+    """`dbt run -s mart_over_mart` after a change of the tables under mart_region: the run
+    reflects mart_region as of its last run (as a fresh run of its SQL would) and says the
+    upstream is behind, naming the table that changed; once the upstream ran, no such note."""
+    p = project
+    p.run()
+    p.sql(f"UPDATE {RAW}.orders SET amount = amount + 1 WHERE cust = 2")
+    message = p.run("--select", "mart_over_mart")["mart_over_mart"]
+    assert (
+        "upstream state ivm_vb.mart_region__ivm_state is behind its base tables "
+        f"({RAW}.orders changed since its last run)"
+    ) in message, message
+    assert "`dbt run -s +mart_over_mart` refreshes it first" in message, message
+    p.check_models(["mart_over_mart"])
+    messages = p.run()
+    assert "behind" not in messages["mart_over_mart"], messages
+    p.check_models(MARTS)
 
 
 def test_a_model_over_a_view_over_a_parquet_table_refreshes_by_snapshot_diff(

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, views
+from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, upstream, views
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
@@ -185,14 +185,39 @@ class ChainMaintainer:
     def run(self) -> Outcome:
         props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
         self._read_views(props)
+        notes = self._stale_upstreams()
         self._copy_bases()
         try:
-            return self._run(props)
+            outcome = self._run(props)
         except UnsupportedQueryError:
             # A refusal creates nothing: not even the copies made for it in this run.
             for copy in self.created_copies:
                 self.executor.execute(f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE")
             raise
+        return replace(outcome, summary="; ".join([outcome.summary, *notes]))
+
+    def _stale_upstreams(self) -> list[str]:
+        """What the run says of each upstream ivm model it reads that is behind its own base
+        tables (`upstream.py`), also logged now."""
+        found = upstream.states(
+            base_relations(self.compiled_sql, self.target.schema.lower(), self.model)
+        )
+        notes: list[str] = []
+        start = time.monotonic()
+        for state in found:
+            try:
+                rows = self.executor.fetch(render.meta_sql(state))
+                marks = upstream.watermarks(rows[0][0] if rows else None)
+                heads = self._maintainer()._heads(sorted(marks))
+            except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
+                continue
+            changed = upstream.behind(marks, {r: h.snapshot for r, h in heads.items()})
+            if changed:
+                notes.append(upstream.note(state, changed, self.model))
+                self.log(f"ivm model '{self.model}': {notes[-1]}")
+        if found:
+            self.timings.append(("upstream", time.monotonic() - start))
+        return notes
 
     def _run(self, props: dict[str, str]) -> Outcome:
         if stages.needed(self.compiled_sql):
