@@ -94,7 +94,10 @@ def test_an_outer_join_without_an_equality_is_refused_when_planned_not_at_a_refr
 @pytest.mark.parametrize(
     ("sql", "construct"),
     [
-        ("select k from t where x not in (select y from u)", "NOT IN with a sub-query"),
+        (
+            "select k from t where x not in (select y, k from u)",
+            "IN with a sub-query of more than one column",
+        ),
         (
             "select k from t where x > 1 or exists (select 1 from u where u.k = t.k)",
             "not a conjunct of WHERE",
@@ -138,3 +141,33 @@ def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
         "SELECT u.k AS k0, COUNT(*) AS v FROM db.u AS u GROUP BY u.k",
     ]
     assert "COALESCE(ivm_scalar0.v, 0) AS n" in tree.sql("spark")
+
+
+def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation_key():
+    """`x NOT IN (SELECT y ..)`: a LEFT JOIN of the DISTINCT (keys, y) state says whether x
+    is matched; max(CASE WHEN y IS NULL THEN 2 ELSE 1 END) per correlation key says whether
+    the sub-query is empty (NULL -> 0), holds no NULL (1) or a NULL (2)."""
+    from dbt.adapters.spark_ivm.compiler import stages
+
+    tree = stages.prepare(
+        "select t.k from t where t.x > 0 and t.x not in (select u.y from u where u.k = t.k)",
+        "m",
+        SCHEMAS,
+        "db",
+    )
+    bodies = []
+    while (sub := stages.innermost(tree)) is not None:
+        bodies.append(sub.this.sql("spark"))
+        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
+    assert bodies == [
+        "SELECT DISTINCT u.k AS k0, u.y AS k1 FROM db.u AS u",
+        (
+            "SELECT u.k AS k0, MAX(CASE WHEN u.y IS NULL THEN 2 ELSE 1 END) AS v FROM db.u AS u "
+            "GROUP BY u.k"
+        ),
+    ]
+    where = tree.args["where"].sql("spark")
+    assert where == (
+        "WHERE t.x > 0 AND CASE WHEN NOT t.x IS NULL AND ivm_semi0.k0 IS NULL THEN 1 ELSE 0 "
+        "END >= COALESCE(ivm_scalar0.v, 0)"
+    )

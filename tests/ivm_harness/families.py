@@ -560,6 +560,34 @@ FAMILIES: list[Family] = [
         group by c.segment
         """,
     ),
+    # NOT IN with SQL's NULL semantics: a NULL in the sub-query (or an outer NULL) drops the
+    # row unless the sub-query is empty; uncorrelated and correlated, changes on both sides.
+    # The sub-queries select few rows, so they are empty, NULL-free or hold a NULL by turns.
+    Family(
+        "semi_not_in",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.oid, o.status, o.cust, o.amount
+        from {{ source('base', 'orders') }} o
+        where o.status not in (select n.nname from {{ source('base', 'nations') }} n
+                               where n.region = 'b' and n.nid = 1)
+          and o.cust not in (select c.cid from {{ source('base', 'customers') }} c
+                             where c.segment = o.status and c.credit > 30)
+        """,
+    ),
+    Family(
+        "semi_not_in_agg",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.segment, count(*) as n, sum(c.credit) as credit, min(c.cid) as low
+        from {{ source('base', 'customers') }} c
+        where c.nation not in (
+            select o.cust from {{ source('base', 'orders') }} o
+            where o.status = c.segment and o.qty > 25
+        )
+        group by c.segment
+        """,
+    ),
     # --- scalar sub-queries: joins with aggregate states (scalar.py) --------------------------
     Family(
         "scalar_subqueries",

@@ -22,8 +22,23 @@ delta, not a re-evaluation.
     -> select o.id from db.orders o
        join (select distinct r.oid as k0 from db.refunds r) ivm_semi0 on ivm_semi0.k0 = o.id
 
-Refused by name: NOT IN (its NULL semantics differ from NOT EXISTS), a sub-query test under
-OR or in the select list, a correlation other than an equality, a sub-query that aggregates.
+NOT IN keeps SQL's NULL semantics: `x NOT IN S` is TRUE when S is empty, and otherwise only
+when x is not NULL, no row of S equals x and no row of S is NULL (else it is FALSE or NULL,
+and WHERE drops the row either way). Both facts are kept by states: the DISTINCT state of
+`y` (LEFT JOIN, as for NOT EXISTS) says whether x is matched, and one aggregate per outer row
+(`scalar.py`: cross join when uncorrelated, LEFT JOIN by the correlation keys otherwise),
+
+    f = coalesce((SELECT max(CASE WHEN y IS NULL THEN 2 ELSE 1 END) FROM i WHERE w), 0)
+
+is 0 for an empty S, 1 without NULLs, 2 with one. The conjunct becomes
+
+    x NOT IN (SELECT y FROM i WHERE w)
+        == (CASE WHEN x IS NOT NULL AND ivm_semi0.k0 IS NULL THEN 1 ELSE 0 END) >= f
+
+Example: x = 3, S = {1, NULL}: f = 2, left side 1: dropped (3 NOT IN (1, NULL) is NULL).
+
+Refused by name: a sub-query test under OR or in the select list, a correlation other than an
+equality, a sub-query that aggregates.
 """
 
 from __future__ import annotations
@@ -90,6 +105,32 @@ def _semi_join(
     return subquery, on
 
 
+def _not_in(test: exp.In, number: int, model: str) -> tuple[exp.Expression, exp.Join]:
+    """The condition replacing `x NOT IN (SELECT y ..)` and the LEFT JOIN of the DISTINCT
+    state it reads (see the module: `unmatched >= f`)."""
+    exists = _as_exists(test, model)  # refuses a sub-query of more than one column
+    subquery, on = _semi_join(exists, number, model)
+    query = test.args["query"]
+    inner = (query.this if isinstance(query, exp.Subquery) else query).copy()
+    y = inner.expressions[0].unalias()
+    null_flag = exp.Case(
+        ifs=[exp.If(this=exp.Is(this=y.copy(), expression=exp.null()), true=exp.Literal.number(2))],
+        default=exp.Literal.number(1),
+    )
+    inner.set("expressions", [exp.Max(this=null_flag)])
+    for arg in ("distinct", "order", "limit"):
+        inner.set(arg, None)
+    flag = exp.func("coalesce", exp.Subquery(this=inner), exp.Literal.number(0))
+    unmatched = exp.and_(
+        exp.Not(this=exp.Is(this=test.this.copy(), expression=exp.null())),
+        exp.Is(this=exp.column("k0", table=f"{ALIAS}{number}"), expression=exp.null()),
+    )
+    kept = exp.Case(ifs=[exp.If(this=unmatched, true=exp.Literal.number(1))],
+                    default=exp.Literal.number(0))  # fmt: skip
+    condition = exp.GTE(this=kept, expression=flag)
+    return condition, exp.Join(this=subquery, side="LEFT", on=exp.and_(*on))
+
+
 def rewrite(select: exp.Select, model: str) -> None:
     """Replace the EXISTS / NOT EXISTS / IN conjuncts of `select`'s WHERE by joins (in place);
     refuse every other place a sub-query test appears."""
@@ -104,12 +145,11 @@ def rewrite(select: exp.Select, model: str) -> None:
             test = test.this
         if isinstance(test, exp.In) and test.args.get("query"):
             if negated:
-                raise UnsupportedQueryError(
-                    model,
-                    "NOT IN with a sub-query (a NULL in it makes every row's test NULL; write "
-                    "NOT EXISTS with an equality if that is what you mean)",
-                    _fragment(conjunct),
-                )
+                condition, join = _not_in(test, number, model)
+                kept.append(condition)
+                joins.append(join)
+                number += 1
+                continue
             test = _as_exists(test, model)
         if not isinstance(test, exp.Exists):
             kept.append(conjunct)
