@@ -171,3 +171,21 @@ def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation
         "WHERE t.x > 0 AND CASE WHEN NOT t.x IS NULL AND ivm_semi0.k0 IS NULL THEN 1 ELSE 0 "
         "END >= COALESCE(ivm_scalar0.v, 0)"
     )
+
+
+def test_in_compares_a_string_with_a_number_as_text_like_spark():
+    """Spark's IN casts a string and a number to STRING ('1.0' IN (SELECT 1) is false); a
+    join equality would cast the string to a number ('1.0' = 1 is true). The rewrite's
+    equality is the IN's; a side whose type cannot be told is refused."""
+    from dbt.adapters.spark_ivm.compiler import stages
+
+    schemas = {**SCHEMAS, "db.w": [("s", "string"), ("m", "map<string,int>")]}
+    tree = stages.prepare("select w.s from w where w.s in (select u.y from u)", "m", schemas, "db")
+    assert "SELECT DISTINCT CAST(u.y AS STRING) AS k0" in tree.sql("spark")
+    assert "ON ivm_semi0.k0 = CAST(w.s AS STRING)" in tree.sql("spark")
+    same = stages.prepare("select t.k from t where t.x in (select u.y from u)", "m", schemas, "db")
+    assert "CAST" not in same.sql("spark")
+    with pytest.raises(UnsupportedQueryError, match="compared types cannot be told"):
+        stages.prepare(
+            "select t.k from t where t.x in (select w.m['a'] from w)", "m", schemas, "db"
+        )

@@ -92,6 +92,16 @@ NATIONS = Table(
     ),
 )
 
+#: Strings that equal a number when cast to it ('01', '1.0', ' 1') but not as text: IN compares
+#: a string with a number as text, a join equality as numbers.
+CODES = Table(
+    "codes",
+    (
+        Col("code", "string", key=True, domain=("1", "01", "1.0", " 1", "2", "-1", "x", "")),
+        Col("n", "int", key=True),
+    ),
+)
+
 # ------------------------------------------------------------------------------------------------
 # families
 # ------------------------------------------------------------------------------------------------
@@ -586,6 +596,18 @@ FAMILIES: list[Family] = [
             where o.status = c.segment and o.qty > 25
         )
         group by c.segment
+        """,
+    ),
+    # IN / NOT IN between a string and an int column: Spark's IN compares them as text
+    Family(
+        "semi_in_mixed_types",
+        (CODES, ORDERS, NATIONS),
+        """
+        select c.code, c.n
+        from {{ source('base', 'codes') }} c
+        where c.code in (select o.cust from {{ source('base', 'orders') }} o where o.qty > 0)
+          and c.code not in (select n.nid from {{ source('base', 'nations') }} n
+                             where n.nid < 0)
         """,
     ),
     # --- scalar sub-queries: joins with aggregate states (scalar.py) --------------------------

@@ -61,17 +61,49 @@ def has_subquery_test(select: exp.Select) -> bool:
     )
 
 
+def _is_text(dtype: exp.DataType) -> bool:
+    return dtype.is_type(*exp.DataType.TEXT_TYPES)
+
+
+def _as_compared(test: exp.In, value: exp.Expression, model: str) -> exp.EQ:
+    """The equality `y = x` that matches as `x IN (SELECT y ..)` does.
+
+    Spark's IN casts both sides to their wider common type, which is STRING when one side is
+    a string and the other is not; an equality casts the string to the other type instead:
+    `'1.0' IN (SELECT 1)` is false, `'1.0' = 1` true. So a string compared with another type
+    is compared as strings, `CAST(y AS STRING) = CAST(x AS STRING)`; other pairs (numbers of
+    two types, date and timestamp) meet at the same type either way. The types come from
+    `annotate` (sqlglot's inference over the base tables' Spark types); a side whose type it
+    cannot tell is refused rather than guessed.
+    """
+    x = test.this
+    types = [x.type, value.type]
+    if any(t is None or t.is_type(exp.DataType.Type.UNKNOWN) for t in types):
+        raise UnsupportedQueryError(
+            model,
+            "IN / NOT IN with a sub-query whose compared types cannot be told (a string "
+            "compared with another type matches as text in IN, not in a join)",
+            _fragment(test),
+            "Cast both sides of the IN to one type.",
+        )
+    left, right = value.copy(), x.copy()
+    if _is_text(types[0]) != _is_text(types[1]):
+        left, right = exp.cast(left, "string"), exp.cast(right, "string")
+    return exp.EQ(this=left, expression=right)
+
+
 def _as_exists(test: exp.In, model: str) -> exp.Exists:
-    """`x IN (SELECT y FROM .. WHERE p)` as `EXISTS (SELECT 1 FROM .. WHERE p AND y = x)`."""
+    """`x IN (SELECT y FROM .. WHERE p)` as `EXISTS (SELECT 1 FROM .. WHERE p AND y = x)`
+    (`y = x` as IN compares them, `_as_compared`)."""
     query = test.args["query"]
     inner = query.this if isinstance(query, exp.Subquery) else query
     if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
         raise UnsupportedQueryError(model, "IN with a sub-query of more than one column",
                                     _fragment(test))  # fmt: skip
+    equality = _as_compared(test, inner.expressions[0].unalias(), model)
     inner = inner.copy()
-    value = inner.expressions[0].unalias()
     inner.set("expressions", [exp.Literal.number(1)])
-    inner.where(exp.EQ(this=value, expression=test.this.copy()), copy=False)
+    inner.where(equality, copy=False)
     return exp.Exists(this=inner)
 
 

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.schema import MappingSchema
 
 from dbt.adapters.spark_ivm.compiler import scalar, semi_join
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
@@ -94,11 +96,29 @@ def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) ->
     tree = qualified(tree, model, schemas, default_db)
     assert isinstance(tree, exp.Select)
     tree = inline_ctes(tree)
+    if semi_join.has_subquery_test(tree):
+        annotate(tree, schemas)  # IN compares its sides by their types (`semi_join`)
     for select in reversed(list(tree.find_all(exp.Select))):
         semi_join.rewrite(select, model)
         scalar.rewrite(select, model)
     semi_join.check_no_other_tests(tree, model)
     return tree
+
+
+def annotate(tree: exp.Select, schemas: Mapping) -> None:
+    """Give every expression of the qualified `tree` its type (sqlglot's inference over the
+    base tables' Spark types, in place); a column whose Spark type sqlglot cannot read is of
+    unknown type."""
+    nested: dict[str, dict[str, dict[str, exp.DataType]]] = {}
+    for relation, columns in schemas.items():
+        db, _, name = relation.partition(".")
+        typed = nested.setdefault(db, {}).setdefault(name, {})
+        for column, dtype in columns:
+            try:
+                typed[column] = exp.DataType.build(dtype, dialect=DIALECT)
+            except (ParseError, ValueError):
+                typed[column] = exp.DataType.build("unknown")
+    annotate_types(tree, schema=MappingSchema(nested, dialect=DIALECT), dialect=DIALECT)
 
 
 def read_state(sub: exp.Subquery, view_select: str) -> None:
