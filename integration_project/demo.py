@@ -3,7 +3,8 @@
     python integration_project/demo.py        # from the repo root, or from anywhere
 
 Steps: seed the Iceberg base tables, build the ivm models and the staging views they read
-(full refresh), show them, then twice: change the base tables (INSERT/UPDATE/DELETE via `dbt run-operation change_shop_data`),
+(full refresh), show them, then twice: change the base tables (INSERT/UPDATE/DELETE via `dbt run-operation change_shop_data`;
+the first time, `dbt run-operation ivm_explain` shows how revenue_by_nation is maintained and that its inputs wait with a change),
 refresh the models incrementally (`dbt run`), show what changed and run the `ivm_consistent`
 tests. Exits non-zero as soon as a step fails.
 """

@@ -61,7 +61,9 @@ _SHAPES = {
 
 
 def _first_line(doc: str | None) -> str:
-    return (doc or "").strip().split("\n", 1)[0].strip()
+    """A rule docstring's first paragraph on one line: its equation."""
+    paragraph = (doc or "").strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
 
 
 def plan_lines(the_plan: Plan) -> list[str]:
