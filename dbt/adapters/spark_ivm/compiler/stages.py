@@ -118,7 +118,11 @@ def annotate(tree: exp.Select, schemas: Mapping) -> None:
                 typed[column] = exp.DataType.build(dtype, dialect=DIALECT)
             except (ParseError, ValueError):
                 typed[column] = exp.DataType.build("unknown")
-    annotate_types(tree, schema=MappingSchema(nested, dialect=DIALECT), dialect=DIALECT)
+    try:
+        annotate_types(tree, schema=MappingSchema(nested, dialect=DIALECT), dialect=DIALECT)
+    except Exception:  # noqa: BLE001 - sqlglot could not type it: IN sides stay untyped (refused)
+        for node in tree.walk():
+            node.type = None
 
 
 def read_state(sub: exp.Subquery, view_select: str) -> None:
