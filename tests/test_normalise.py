@@ -121,6 +121,17 @@ def test_sub_query_tests_and_values_no_rule_keeps_exact_are_refused_by_name(sql,
         stages.prepare(sql, "m", SCHEMAS, "db")
 
 
+def _state_bodies(tree) -> list[str]:
+    """The SELECT of each state `tree` is cut into, innermost first."""
+    from dbt.adapters.spark_ivm.compiler import stages
+
+    bodies = []
+    while (sub := stages.innermost(tree)) is not None:
+        bodies.append(sub.this.sql("spark"))
+        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
+    return bodies
+
+
 def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
     from dbt.adapters.spark_ivm.compiler import stages
 
@@ -131,11 +142,7 @@ def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
         SCHEMAS,
         "db",
     )
-    bodies = []
-    while (sub := stages.innermost(tree)) is not None:
-        bodies.append(sub.this.sql("spark"))
-        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
-    assert bodies == [
+    assert _state_bodies(tree) == [
         "SELECT DISTINCT v.k AS k0 FROM db.v AS v WHERE v.z > 0",
         "SELECT DISTINCT u.y AS k0 FROM db.u AS u",
         "SELECT u.k AS k0, COUNT(*) AS v FROM db.u AS u GROUP BY u.k",
@@ -155,11 +162,7 @@ def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation
         SCHEMAS,
         "db",
     )
-    bodies = []
-    while (sub := stages.innermost(tree)) is not None:
-        bodies.append(sub.this.sql("spark"))
-        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
-    assert bodies == [
+    assert _state_bodies(tree) == [
         "SELECT DISTINCT u.k AS k0, u.y AS k1 FROM db.u AS u",
         (
             "SELECT u.k AS k0, MAX(CASE WHEN u.y IS NULL THEN 2 ELSE 1 END) AS v FROM db.u AS u "

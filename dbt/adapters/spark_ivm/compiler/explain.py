@@ -163,7 +163,7 @@ class Explainer:
         except IvmError:
             return None  # an input state does not exist yet
 
-    def _flat(self, props: dict[str, str]) -> None:
+    def _flat(self) -> None:
         chain = self.chain
         top = chain._maintainer()
         the_plan = self._planned(top)
@@ -255,7 +255,7 @@ class Explainer:
             elif AUX_SQL in props and TOP_SQL in props and not given_sql:
                 self._with_aux(props)
             else:
-                self._flat(props)
+                self._flat()
         except UnsupportedQueryError as e:
             self._say(f"refused: {e.construct}" + (f": {e.fragment}" if e.fragment else ""))
             self._say(str(e))
