@@ -100,11 +100,27 @@ def _as_exists(test: exp.In, model: str) -> exp.Exists:
     if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
         raise UnsupportedQueryError(model, "IN with a sub-query of more than one column",
                                     _fragment(test))  # fmt: skip
+    if inner.args.get("limit") or inner.args.get("offset"):
+        raise UnsupportedQueryError(
+            model, "IN with a sub-query that has LIMIT or OFFSET (only some of its rows count)",
+            _fragment(test),
+        )  # fmt: skip
     equality = _as_compared(test, inner.expressions[0].unalias(), model)
     inner = inner.copy()
     inner.set("expressions", [exp.Literal.number(1)])
     inner.where(equality, copy=False)
     return exp.Exists(this=inner)
+
+
+def _at_least_one(limit: exp.Limit) -> bool:
+    """Is the LIMIT a literal count of at least one row?"""
+    count = limit.expression
+    return (
+        isinstance(count, exp.Literal)
+        and not count.is_string
+        and count.this.isdigit()
+        and (int(count.this) >= 1)
+    )
 
 
 def _semi_join(
@@ -118,6 +134,12 @@ def _semi_join(
     if inner.args.get("group") or inner.find(exp.AggFunc) or inner.args.get("having"):
         raise UnsupportedQueryError(
             model, "EXISTS / IN over a sub-query that aggregates", _fragment(exists)
+        )
+    limit = inner.args.get("limit")
+    if inner.args.get("offset") or (limit is not None and not _at_least_one(limit)):
+        # `LIMIT 1` (k >= 1) keeps EXISTS as it is; LIMIT 0 or an OFFSET do not.
+        raise UnsupportedQueryError(
+            model, "EXISTS over a sub-query with OFFSET or LIMIT 0", _fragment(exists)
         )
     found = correlation.split(inner, model, "EXISTS / IN")
     keys, links, local = found.keys, found.links, found.local
