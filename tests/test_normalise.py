@@ -100,6 +100,7 @@ def test_an_outer_join_without_an_equality_is_refused_when_planned_not_at_a_refr
         ),
         # LIMIT/OFFSET choose some of the sub-query's rows (EXISTS .. LIMIT 1 is accepted)
         ("select k from t where x in (select y from u limit 2)", "LIMIT or OFFSET"),
+        ("select k from t where x in (select y from u union select k from v)", "not one SELECT"),
         (
             "select k from t where exists (select 1 from u where u.k = t.k limit 0)",
             "OFFSET or LIMIT 0",

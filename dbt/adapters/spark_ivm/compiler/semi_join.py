@@ -97,7 +97,10 @@ def _as_exists(test: exp.In, model: str) -> exp.Exists:
     (`y = x` as IN compares them, `_as_compared`)."""
     query = test.args["query"]
     inner = query.this if isinstance(query, exp.Subquery) else query
-    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+    if not isinstance(inner, exp.Select):
+        raise UnsupportedQueryError(model, "IN over a sub-query that is not one SELECT (a UNION)",
+                                    _fragment(test))  # fmt: skip
+    if len(inner.expressions) != 1:
         raise UnsupportedQueryError(model, "IN with a sub-query of more than one column",
                                     _fragment(test))  # fmt: skip
     if inner.args.get("limit") or inner.args.get("offset"):
