@@ -289,6 +289,10 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
     projections = list(zip(plan.key_columns, plan.keys))
     for rule in plan.rules:
         projections.extend((RECOMPUTED + n, node) for n, node in rule.recompute().items())
+    # An ungrouped model whose recomputed aggregates are all MIN/MAX lists projects nothing
+    # here but must still be its one row (`SELECT FROM ..` does not parse): a COUNT(*) that
+    # the lists' join below does not select keeps it one row, even over no rows.
+    main = projections or [("__ivm_one", template("COUNT(*)"))]
     term = _full_term(plan.query)
     if plan.grouped:
         flagged = (
@@ -304,7 +308,7 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
             )
         )
         term = Term(base=term.base, filters=(exp.Exists(this=flagged),))
-    select = _group(renderer.render(term, projections, with_weight=False), plan.keys)
+    select = _group(renderer.render(term, main, with_weight=False), plan.keys)
     lists = [
         (
             rule,
