@@ -124,3 +124,33 @@ def test_min_max_lists_follow_deletes_and_inserts(
     message = run_messages(p)[MODEL]
     assert "built (its state was built in format 2" in message, message
     assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, "rebuilt from format 2")
+
+
+UNGROUPED = "minmax_ungrouped"
+FLAT = f"{SCHEMA}.flat"
+UNGROUPED_SELECT = f"select min(x) as mn, max(x) as mx from {FLAT}"
+
+
+def test_an_ungrouped_min_max_whose_lists_run_empty_is_recomputed(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+):
+    """No GROUP BY and only MIN/MAX: once deletes empty the lists, the one row is recomputed
+    from the base table (that recompute rendered `SELECT FROM ..` before, and the run failed
+    then and at every later run); emptied of rows, both are NULL."""
+    p = project
+    monkeypatch.setenv("DBT_SPARK_IVM_MIN_MAX_KEEP", "1")
+    p.sql(f"DROP TABLE IF EXISTS {FLAT}")
+    p.sql(f"CREATE TABLE {FLAT} (x int) USING iceberg")
+    p.sql(f"INSERT INTO {FLAT} VALUES (1), (4), (9), (NULL)")
+    p.model(UNGROUPED, UNGROUPED_SELECT)
+    assert "built" in run_messages(p, "--select", UNGROUPED)[UNGROUPED]
+    for context, statement, recomputed in (
+        ("both listed extremes deleted", f"DELETE FROM {FLAT} WHERE x IN (1, 9)", True),
+        ("the last value deleted", f"DELETE FROM {FLAT} WHERE x = 4", False),
+        ("values again", f"INSERT INTO {FLAT} VALUES (7), (-2)", False),
+    ):
+        p.sql(statement)
+        message = run_messages(p, "--select", UNGROUPED)[UNGROUPED]
+        assert message.startswith("refreshed"), f"{context}: {message}"
+        assert ("1 groups recomputed" in message) == recomputed, f"{context}: {message}"
+        assert_equal_to_sql(p, f"{SCHEMA}.{UNGROUPED}", UNGROUPED_SELECT, context)
