@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from sqlglot import exp
+
 from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, upstream, views
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
@@ -337,6 +339,23 @@ class ChainMaintainer:
     def _drop_stages(self, props: dict[str, str], keep: int) -> None:
         drop_stages(self.executor, self.target, props, keep)
 
+    def stage_tree(self) -> exp.Select:
+        """The model's SELECT ready to be cut into sub-query states (`stages.prepare`), its
+        result columns named as Spark names the model's own SELECT's (an unaliased
+        `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
+        default_db = self.target.schema.lower()
+        probe = self._maintainer()
+        relations = base_relations(self.compiled_sql, default_db, self.model)
+        tree = stages.prepare(
+            self.compiled_sql, self.model, probe._base_facts(relations), default_db
+        )
+        names = describe_columns(
+            probe._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
+        )
+        stages.name_outputs(tree, [name for name, _ in names])
+        self.timings += probe.timings
+        return tree
+
     def _staged(self, props: dict[str, str]) -> Outcome:
         """A model with sub-query states (`stages.py`): each maintained in turn, innermost
         first, then the model over them. A state rebuilt in this run rebuilds every state
@@ -344,18 +363,7 @@ class ChainMaintainer:
         default_db = self.target.schema.lower()
         if AUX_SQL in props:
             self._drop_aux()
-        probe = self._maintainer()
-        relations = base_relations(self.compiled_sql, default_db, self.model)
-        tree = stages.prepare(
-            self.compiled_sql, self.model, probe._base_facts(relations), default_db
-        )
-        # The relation's columns are named as Spark names the model's own SELECT's (an
-        # unaliased `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's.
-        names = describe_columns(
-            probe._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
-        )
-        stages.name_outputs(tree, [name for name, _ in names])
-        self.timings += probe.timings
+        tree = self.stage_tree()
         handoff: dict[str, Handoff] = {}
         done: list[Maintainer] = []
         timings = list(self.timings)

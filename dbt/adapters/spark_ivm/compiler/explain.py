@@ -10,18 +10,20 @@ of each input against the input's current snapshot, which delta terms are pruned
 whether an auxiliary state is kept, possible, or why not. A refused construct is named as
 `dbt run` would name it. Nothing is created, changed or dropped.
 
-Example (an aggregate over a join of two Iceberg tables):
+Example (an aggregate over a join of two Iceberg tables; the lines as printed, abridged):
 
     ivm model 'revenue' (analytics.revenue): a view over its state table
-      state analytics.revenue__ivm_state: 25 rows
-        input o = db.orders: snapshot 8812 reflected, current (no change waiting)
-        input n = db.nations: snapshot 120 reflected, now 131 (changed since the last run)
-        join: o INNER JOIN n ON o.nation = n.id (sum over inputs: dR1 x R2_old + R1_new x dR2)
+      state analytics.revenue__ivm_state: 25 state rows
+        input db.nations: snapshot 120 reflected, now 131 (changed since the last run)
+        input db.orders: snapshot 8812 reflected, current (no change waiting)
+        input o = db.orders
+        input n = db.nations
+        join: INNER JOIN n ON o.nation = n.id (sum over inputs: dR1 x R2_old + R1_new x dR2)
         operator: aggregate by n.name, one state row per group
-          count(*): counting, count(*) = __ivm_count__ ...
-          max(o.total): extremes, min(x) / max(x) as a ranked list ...
+          COUNT(*): counting, count(*) = __ivm_count__, the group's row count: ...
+          MAX(o.total): extremes, min(x) / max(x) as a ranked list ... [state columns ...]
         key pruning: a change of db.orders reads n only at n.id = the change's o.nation
-        auxiliary state: not kept (ivm_aux_states=never); possible: A(o.cust) over db.orders ...
+        auxiliary state: not kept (ivm_aux_states=never); possible: aux state A(o.nation) ...
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbt.adapters.spark_ivm.compiler import aux_state, render, stages
-from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.chain import (
     AUX_SQL,
     STAGES,
@@ -38,7 +39,7 @@ from dbt.adapters.spark_ivm.compiler.chain import (
     aux_target,
 )
 from dbt.adapters.spark_ivm.compiler.errors import IvmError, UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.facts import Target, describe_columns
+from dbt.adapters.spark_ivm.compiler.facts import Target
 from dbt.adapters.spark_ivm.compiler.fallback import FALLBACK
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
@@ -195,15 +196,7 @@ class Explainer:
 
     def _staged(self) -> None:
         chain = self.chain
-        probe = chain._maintainer()
-        relations = base_relations(chain.compiled_sql, self._default_db, chain.model)
-        tree = stages.prepare(
-            chain.compiled_sql, chain.model, probe._base_facts(relations), self._default_db
-        )
-        names = describe_columns(
-            probe._fetch("describe query", f"DESCRIBE QUERY {chain.compiled_sql}")
-        )
-        stages.name_outputs(tree, [name for name, _ in names])
+        tree = chain.stage_tree()
         index = 0
         while (sub := stages.innermost(tree)) is not None:
             target = stages.stage_target(chain.target, index)
