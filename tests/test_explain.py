@@ -141,13 +141,21 @@ def test_outer_join_nested_and_aux_states(project: SmallProject) -> None:
 
 
 def test_refusals_and_errors(project: SmallProject) -> None:
-    window = (
-        "'{model: by_region, sql: \"select o.oid, row_number() over (partition by o.cust "
-        f"order by o.oid) as r from {SCHEMA}.orders o\"}}'"
+    generated = (
+        "'{model: by_region, sql: \"select o.oid, e from "
+        f"{SCHEMA}.orders o lateral view explode(array(o.oid, 1)) t as e\"}}'"
     )
-    ok, lines = explain(project, window.strip("'"))
+    ok, lines = explain(project, generated.strip("'"))
     assert ok, lines
-    assert any(line.strip().startswith("refused: window function") for line in lines), lines
+    assert any(line.strip().startswith("refused: LATERAL VIEW") for line in lines), lines
+    windowed = (
+        '{model: by_region, sql: "select o.oid, rank() over (partition by o.cust '
+        f'order by o.oid) as r from {SCHEMA}.orders o"}}'
+    )
+    ok, lines = explain(project, windowed)
+    text = "\n".join(lines)
+    assert ok and "operator: window, partitions by o.cust" in text, text
+    assert "RANK() OVER (PARTITION BY o.cust ORDER BY o.oid)" in text, text
     ok, lines = explain(project, "{model: no_such_model}")
     assert not ok
     project.model("never_run", f"select cid from {SCHEMA}.customers")

@@ -18,6 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from dbt.adapters.spark_ivm.compiler import window
 from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
@@ -95,7 +96,6 @@ def _check_constructs(tree: exp.Expression, model: str) -> None:
         raise UnsupportedQueryError(model, "a statement that is not a SELECT", _fragment(tree))
     checks: list[tuple[type[exp.Expression], str]] = [
         (exp.SetOperation, "set operation (UNION / INTERSECT / EXCEPT)"),
-        (exp.Window, "window function"),
         (exp.Limit, "LIMIT"),
         (exp.Offset, "OFFSET"),
         (exp.Fetch, "FETCH"),
@@ -186,7 +186,10 @@ def _outermost_aggregates(node: exp.Expression) -> list[exp.Expression]:
     """Aggregate calls not nested in another aggregate (nesting is refused by Spark itself)."""
     found: list[exp.Expression] = []
     for agg in node.find_all(exp.AggFunc):
-        if agg.find_ancestor(exp.AggFunc) is None:
+        # `sum(x) OVER (..)` is a window function (`window.py`), not an aggregate
+        if agg.find_ancestor(exp.AggFunc, exp.Window) is None and not isinstance(
+            agg.parent, exp.Window
+        ):
             found.append(agg)
     return found
 
@@ -267,7 +270,7 @@ def analyze(
             model, "SELECT DISTINCT together with GROUP BY or aggregates", _fragment(tree)
         )
 
-    notes: list[str] = []
+    notes: list[str] = window.check(tree, model, is_aggregate, distinct)
     if tree.args.get("order"):
         notes.append("ORDER BY ignored: a maintained relation has no row order")
     query = Query(
@@ -283,6 +286,7 @@ def analyze(
         distinct=distinct,
         is_aggregate=is_aggregate,
         notes=notes,
+        window_keys=window.partition_keys(outputs) if window.windows_of(tree) else None,
     )
     _check_column_types(query)
     return query

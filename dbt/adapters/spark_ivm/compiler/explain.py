@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlglot import exp
+
 from dbt.adapters.spark_ivm.compiler import aux_state, render, stages
 from dbt.adapters.spark_ivm.compiler.chain import (
     AUX_SQL,
@@ -58,6 +60,7 @@ _SHAPES = {
     Shape.AGGREGATE: "one state row per group",
     Shape.DISTINCT: "one state row per distinct row, shown while its count is positive",
     Shape.BAG: "one state row per distinct row, shown __ivm_count__ times",
+    Shape.WINDOW: "one state row per result row; a change recomputes the partitions it touches",
 }
 
 
@@ -87,6 +90,11 @@ def plan_lines(the_plan: Plan) -> list[str]:
     keys = ", ".join(sql(k) for k in the_plan.keys) if the_plan.keys else "(no GROUP BY)"
     if the_plan.shape is Shape.AGGREGATE:
         out.append(f"operator: aggregate by {keys}, {_SHAPES[the_plan.shape]}")
+    elif the_plan.shape is Shape.WINDOW:
+        keys = keys if the_plan.keys else "(no shared PARTITION BY: the whole result)"
+        out.append(f"operator: window, partitions by {keys}, {_SHAPES[the_plan.shape]}")
+        for output in query.outputs:
+            out.extend(f"  {sql(w)}" for w in output.find_all(exp.Window))
     else:
         out.append(f"operator: {the_plan.shape.value}, {_SHAPES[the_plan.shape]}")
     for rule in the_plan.rules:

@@ -11,9 +11,9 @@ The table carries the model's SQL (`ivm.sql`), so `ivm_consistent` tests it as a
 model, and `ivm.fallback`, naming the construct. When the SQL becomes maintainable again,
 the next run finds a table without ivm state and builds the model (`refresh.py`).
 
-    select k, row_number() over (partition by k order by x) rn from db.t
-    -> ivm model 'm': rebuilt in full: window function is not maintained incrementally
-       (ivm_unsupported='rebuild')
+    select k, e from db.t lateral view explode(array(x, y)) g as e
+    -> ivm model 'm': rebuilt in full: LATERAL VIEW / generator is not maintained
+       incrementally (ivm_unsupported='rebuild')
 """
 
 from __future__ import annotations

@@ -82,6 +82,9 @@ class Query:
     distinct: bool
     is_aggregate: bool
     notes: list[str] = field(default_factory=list)
+    # With window functions (`window.py`): the PARTITION BY expressions all windows share
+    # (empty: the whole result is one partition); None without window functions.
+    window_keys: list[exp.Expression] | None = None
 
     @property
     def relations(self) -> list[str]:

@@ -34,10 +34,16 @@ from dbt.adapters.spark_ivm.compiler.outer_join import equi_keys
 from dbt.adapters.spark_ivm.compiler.templates import col
 
 
+def output_column(index: int) -> str:
+    """The state column of a windowed model's output number `index` (`window.py`)."""
+    return f"__ivm_o{index}"
+
+
 class Shape(str, Enum):
     AGGREGATE = "aggregate"
     DISTINCT = "distinct"
     BAG = "bag"
+    WINDOW = "window"  # one state row per result row, recomputed by partition (`window.py`)
 
 
 @dataclass
@@ -69,6 +75,9 @@ class Plan:
 
     @property
     def state_columns(self) -> list[str]:
+        if self.shape is Shape.WINDOW:
+            outputs = (output_column(i) for i in range(len(self.query.outputs)))
+            return [*self.key_columns, COUNT, *outputs]
         return [*self.key_columns, COUNT, *self.helper_columns]
 
     @property
@@ -85,6 +94,13 @@ class Plan:
         the columns read by recompute-only aggregates (so their changes are not compacted
         away)."""
         out: list[tuple[str, exp.Expression]] = list(zip(self.key_columns, self.keys))
+        if self.shape is Shape.WINDOW:
+            # every column a window or output reads: an update of any of them changes
+            # its partition's result even where it leaves the partition key as it was
+            read: list[exp.Column] = []
+            for output in self.query.outputs:
+                read.extend(c for c in output.find_all(exp.Column) if c not in read)
+            return out + [(f"__ivm_r{n}", c) for n, c in enumerate(read)]
         for rule in self.rules:
             if isinstance(rule, RecomputeRule):
                 for n, column in enumerate(rule.referenced_columns()):
@@ -138,6 +154,10 @@ def plan(
             "Give every column of the SELECT its own alias.",
         )  # fmt: skip
 
+    if query.window_keys is not None:
+        keys = [k.copy() for k in query.window_keys]
+        visible = [col(output_column(i)) for i in range(len(outputs))]
+        return Plan(query, Shape.WINDOW, keys, [], names, types, visible, None, list(arg_types))
     if not query.is_aggregate:
         shape = Shape.DISTINCT if query.distinct else Shape.BAG
         keys = [o.copy() for o in outputs]

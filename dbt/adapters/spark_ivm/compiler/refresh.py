@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render, upkeep
+from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render, upkeep, window
 from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
@@ -43,7 +43,7 @@ from dbt.adapters.spark_ivm.compiler.facts import (
     describe_columns,
 )
 from dbt.adapters.spark_ivm.compiler.ir import Query
-from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
@@ -245,7 +245,10 @@ class Maintainer(FactsReader):
         versions = render.Versions(old={}, new=pinned, logs={}, live=live)
         renderer = TermRenderer(the_plan.query, render.leaf_at(the_plan.query, versions))
         meta = self._meta_json(digest, the_plan, heads, bases)
-        select = render.initial_state_select(the_plan, renderer, meta)
+        if the_plan.shape is Shape.WINDOW:
+            select = window.initial_select(the_plan, renderer, meta)
+        else:
+            select = render.initial_state_select(the_plan, renderer, meta)
         for statement in render.create_state_sql(state, select):
             self._run("build state", statement)
         try:
@@ -397,7 +400,7 @@ class Maintainer(FactsReader):
         )
         new_meta = self._meta_json(digest, the_plan, heads, bases)
 
-        inserted = updated = deleted = recomputed = 0
+        inserted = updated = deleted = recomputed = partitions = rows = 0
         commit: str | None = None
         live = frozenset(r for r, b in bases.items() if b.get("live"))
         if logs:
@@ -406,28 +409,13 @@ class Maintainer(FactsReader):
             key_ranges = self._key_ranges(query, logs, counts)
             compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
             assert compacted is not None
-            delta_select = render.delta_table_select(the_plan, compacted, state)
-            self._compute_scratch("delta", self.target.delta, delta_select)
-            self.changed_keys = (self.target.delta, list(the_plan.key_columns))
-            stats = self._fetch("stats", render.stats_sql(self.target.delta))[0]
-            inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
-            self._checkpoint("delta")
-            if inserted or updated or deleted:
-                recomputed_table = None
-                if recomputed:
-                    recomputed_table = self.target.recomputed
-                    select = render.recompute_select(the_plan, renderer, self.target.delta)
-                    self._compute_scratch("recompute", recomputed_table, select)
-                self._checkpoint("recompute")
-                types = {
-                    n.lower(): t
-                    for n, t in describe_columns(
-                        self._fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
-                    )
-                }
-                commit = render.merge_sql(
-                    the_plan, state, self.target.delta, recomputed_table, new_meta, types
+            if the_plan.shape is Shape.WINDOW:
+                commit, partitions, rows = self._window_commit(
+                    the_plan, renderer, compacted, new_meta
                 )
+            else:
+                commit, counted = self._delta_commit(the_plan, renderer, compacted, new_meta)
+                inserted, updated, deleted, recomputed = counted
         if commit is None and new_meta != json.dumps(meta["recorded"], sort_keys=True):
             commit = render.advance_meta_sql(state, new_meta)
         if commit is not None:
@@ -436,7 +424,11 @@ class Maintainer(FactsReader):
             self.committed = True
             self._checkpoint("commit")
             self._upkeep()
-        if inserted or updated or deleted:
+        if partitions:
+            summary = (
+                f"refreshed ({changes}); {partitions} window partitions recomputed into {rows} rows"
+            )
+        elif inserted or updated or deleted:
             summary = f"refreshed ({changes}); state rows +{inserted} ~{updated} -{deleted}" + (
                 f", {recomputed} groups recomputed" if recomputed else ""
             )
@@ -450,6 +442,57 @@ class Maintainer(FactsReader):
             summary=summary,
             timings=self.timings,
         )
+
+    def _state_types(self) -> dict[str, str]:
+        described = self._fetch("describe", f"DESCRIBE TABLE {sql(table(self.target.state))}")
+        return {n.lower(): t for n, t in describe_columns(described)}
+
+    def _delta_commit(
+        self, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
+    ) -> tuple[str | None, tuple[int, int, int, int]]:
+        """The delta table, the recomputed groups and the MERGE that folds them in; the
+        state rows it inserts, updates, deletes and recomputes (no MERGE when none)."""
+        delta = self.target.delta
+        select = render.delta_table_select(the_plan, compacted, self.target.state)
+        self._compute_scratch("delta", delta, select)
+        self.changed_keys = (delta, list(the_plan.key_columns))
+        stats = self._fetch("stats", render.stats_sql(delta))[0]
+        inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
+        self._checkpoint("delta")
+        if not (inserted or updated or deleted):
+            return None, (0, 0, 0, recomputed)
+        recomputed_table = None
+        if recomputed:
+            recomputed_table = self.target.recomputed
+            select = render.recompute_select(the_plan, renderer, delta)
+            self._compute_scratch("recompute", recomputed_table, select)
+        self._checkpoint("recompute")
+        commit = render.merge_sql(
+            the_plan, self.target.state, delta, recomputed_table, new_meta, self._state_types()
+        )
+        return commit, (inserted, updated, deleted, recomputed)
+
+    def _window_commit(
+        self, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
+    ) -> tuple[str | None, int, int]:
+        """The affected partitions, their recomputed rows and the MERGE that swaps them in
+        (`window.py`); (None, 0, 0) when no change reaches a window's input."""
+        state = self.target.state
+        affected = self.target.delta
+        self._compute_scratch("delta", affected, window.affected_select(the_plan, compacted))
+        self.changed_keys = (affected, list(the_plan.key_columns))
+        self._checkpoint("delta")
+        recomputed = self.target.recomputed
+        select = window.recompute_select(the_plan, renderer, affected)
+        self._compute_scratch("recompute", recomputed, select)
+        stats = self._fetch("stats", window.stats_sql(affected, recomputed))[0]
+        partitions, rows = (int(x or 0) for x in stats)
+        self._checkpoint("recompute")
+        if not partitions:
+            return None, 0, 0
+        types = self._state_types()
+        commit = window.merge_sql(the_plan, state, affected, recomputed, new_meta, types)
+        return commit, partitions, rows
 
     def _upkeep(self) -> None:
         """After the commit: compact the state table and expire its old snapshots when due

@@ -47,10 +47,13 @@ def stage_target(target: Target, index: int) -> Target:
 
 
 def is_stage(select: exp.Expression) -> bool:
-    """Does this SELECT keep a state of its own: it groups, aggregates or is DISTINCT."""
+    """Does this SELECT keep a state of its own: it groups, aggregates, is DISTINCT or
+    computes window functions (`window.py`)."""
     if not isinstance(select, exp.Select):
         return False
     if select.args.get("group") or select.args.get("distinct"):
+        return True
+    if any(w.find_ancestor(exp.Select) is select for w in select.find_all(exp.Window)):
         return True
     return any(agg.find_ancestor(exp.Select) is select for agg in select.find_all(exp.AggFunc))
 
