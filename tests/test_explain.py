@@ -156,6 +156,13 @@ def test_refusals_and_errors(project: SmallProject) -> None:
     text = "\n".join(lines)
     assert ok and "operator: window, partitions by o.cust" in text, text
     assert "RANK() OVER (PARTITION BY o.cust ORDER BY o.oid)" in text, text
+    unioned = (
+        f'{{model: by_region, sql: "select o.oid from {SCHEMA}.orders o union all '
+        f'select c.cid from {SCHEMA}.customers c"}}'
+    )
+    ok, lines = explain(project, unioned)
+    text = "\n".join(lines)
+    assert ok and "operator: UNION ALL of 2 branches" in text, text
     ok, lines = explain(project, "{model: no_such_model}")
     assert not ok
     project.model("never_run", f"select cid from {SCHEMA}.customers")

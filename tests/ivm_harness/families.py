@@ -812,3 +812,63 @@ FAMILIES += [
         """,
     ),
 ]
+
+# --- UNION ALL / UNION: one state fed by the sum of the branches' deltas (union.py) --------------
+FAMILIES += [
+    # Branches with joins (inner and outer), WHERE, a relation read by two branches, and
+    # rows two branches both produce.
+    Family(
+        "union_all_joins",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.cust as k, o.amount as v, 'order' as src
+        from {{ source('base', 'orders') }} o
+        where o.qty > 0 or o.qty is null
+        union all
+        select c.cid, cast(c.credit as decimal(10,2)), c.segment
+        from {{ source('base', 'customers') }} c
+        join {{ source('base', 'nations') }} n on n.nid = c.nation
+        union all
+        select o.cust, o.amount, o.status
+        from {{ source('base', 'orders') }} o
+        left join {{ source('base', 'customers') }} c on c.cid = o.cust
+        where c.cid is null
+        """,
+    ),
+    # Spark widens an int branch to a string one: '1' and 1 become one row.
+    Family(
+        "union_all_widen",
+        (CODES, ORDERS),
+        """
+        select c.code as v, c.n as n from {{ source('base', 'codes') }} c
+        union all
+        select o.cust, o.qty from {{ source('base', 'orders') }} o where o.status <> 'b'
+        """,
+    ),
+    Family(
+        "union_distinct",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select status as s, cust as n from {{ source('base', 'orders') }}
+        union
+        select segment, nation from {{ source('base', 'customers') }} where credit > 0
+        union
+        select nname, nid from {{ source('base', 'nations') }}
+        """,
+    ),
+    # A UNION sub-query is a state of its own (distinct rows), read by the aggregate above.
+    Family(
+        "union_in_subquery",
+        (ORDERS, CUSTOMERS),
+        """
+        select c.segment, count(*) as n, max(u.k) as top
+        from (
+            select cust as k from {{ source('base', 'orders') }} where status = 'a'
+            union
+            select cid from {{ source('base', 'customers') }} where credit > 10
+        ) u
+        join {{ source('base', 'customers') }} c on c.cid = u.k
+        group by c.segment
+        """,
+    ),
+]

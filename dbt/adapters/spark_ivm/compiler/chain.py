@@ -40,7 +40,8 @@ from dbt.adapters.spark_ivm.compiler.facts import (
     is_iceberg,
     table_properties,
 )
-from dbt.adapters.spark_ivm.compiler.refresh import Handoff, Maintainer, Outcome, sql_hash
+from dbt.adapters.spark_ivm.compiler.logs import Handoff
+from dbt.adapters.spark_ivm.compiler.refresh import Maintainer, Outcome, sql_hash
 from dbt.adapters.spark_ivm.compiler.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 

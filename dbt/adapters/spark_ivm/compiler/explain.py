@@ -78,6 +78,16 @@ def plan_lines(the_plan: Plan) -> list[str]:
     >>> #     '  sum(t.x): sums, sum(x): sum\\' = sum + sum(w * x), ...']
     """
     query = the_plan.query
+    if the_plan.branches:
+        kind = "UNION" if query.distinct else "UNION ALL"
+        out = [f"operator: {kind} of {len(the_plan.branches)} branches, {_SHAPES[the_plan.shape]}"]
+        out.append("  delta: the sum of the branches' deltas, one MERGE")
+        for i, branch in enumerate(the_plan.branches):
+            out.append(f"branch {i}:")
+            out.extend(
+                f"  {line}" for line in plan_lines(branch) if not line.startswith("operator")
+            )
+        return out
     out = [f"input {inp.alias} = {inp.relation}" for inp in query.inputs]
     for step in query.steps:
         joined = query.inputs[step.index].alias

@@ -85,6 +85,9 @@ class Query:
     # With window functions (`window.py`): the PARTITION BY expressions all windows share
     # (empty: the whole result is one partition); None without window functions.
     window_keys: list[exp.Expression] | None = None
+    # UNION ALL / UNION (`union.py`): the flat branches, each a query of its own; then
+    # `inputs` lists every branch's inputs and `outputs` are the first branch's.
+    branches: list[Query] = field(default_factory=list)
 
     @property
     def relations(self) -> list[str]:
@@ -108,6 +111,15 @@ class Query:
         >>> # select a.k, sum(b.x) from t a join t b on a.k = b.k group by a.k
         >>> # -> {"db.t": ["k", "x"]}
         """
+        if self.branches:
+            merged: dict[str, set[str]] = {}
+            for branch in self.branches:
+                for relation, names in branch.columns_read().items():
+                    merged.setdefault(relation, set()).update(names)
+            return {
+                relation: [c for c, _ in self.columns_of(relation) if c in names]
+                for relation, names in merged.items()
+            }
         nodes = [*self.outputs, *self.group_by, *(step.on for step in self.steps)]
         nodes += [n for n in (self.where, self.having) if n is not None]
         by_alias: dict[str, set[str]] = {}

@@ -59,6 +59,8 @@ class Plan:
     visible: list[exp.Expression]
     having: exp.Expression | None
     arg_types: list[str | None] = field(default_factory=list)  # Spark types, for the state
+    # UNION ALL / UNION (`union.py`): one plan per branch, keyed like this one
+    branches: list[Plan] = field(default_factory=list)
 
     @property
     def grouped(self) -> bool:
@@ -154,6 +156,13 @@ def plan(
             "Give every column of the SELECT its own alias.",
         )  # fmt: skip
 
+    if query.branches:
+        # the state of a bag (UNION ALL) or of distinct rows (UNION), fed by every branch
+        shape = Shape.DISTINCT if query.distinct else Shape.BAG
+        branches = [plan(b, output_columns, [], keep) for b in query.branches]
+        visible = [col(f"__ivm_k{i}") for i in range(len(outputs))]
+        keys = [o.copy() for o in outputs]
+        return Plan(query, shape, keys, [], names, types, visible, None, [], branches)
     if query.window_keys is not None:
         keys = [k.copy() for k in query.window_keys]
         visible = [col(output_column(i)) for i in range(len(outputs))]

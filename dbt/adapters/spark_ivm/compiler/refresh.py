@@ -25,30 +25,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render, upkeep, window
-from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
+from dbt.adapters.spark_ivm.compiler import base_tables, render, union, upkeep, window
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
 from dbt.adapters.spark_ivm.compiler.facts import (
     FORMAT_VERSION,
-    ChangelogReader,
-    FactsReader,
     Head,
     describe_columns,
 )
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.logs import LogWriter
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
-# Key values are collected into the driver (for pruning) only from logs up to this size.
-MAX_COLLECTED_LOG_ROWS = 100_000
 STEPS = ("capture", "logs", "delta", "recompute", "commit")
 
 
@@ -67,24 +61,8 @@ def sql_hash(compiled_sql: str) -> str:
     return hashlib.sha256(f"{FORMAT_VERSION}\n{compiled_sql.strip()}".encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Handoff:
-    """What an upstream state's refresh changed in this run (`chain.py`): one commit to its
-    state table, changing only rows whose keys are in `keys` (None: no data row)."""
-
-    keys: tuple[str, list[str]] | None
-
-    def covers(self, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int) -> bool:
-        """Is that commit the state table's only change from `old` to `new`? Compactions
-        (`replace`) change no row; any other commit is an earlier run's change that this
-        consumer missed (a failure between two commits), and then the whole difference
-        must be read."""
-        chain = capture.lineage(snapshots, old, new)
-        return chain is not None and sum(s.operation != "replace" for s in chain) == 1
-
-
 @dataclass(kw_only=True)
-class Maintainer(FactsReader):
+class Maintainer(LogWriter):
     """Builds or refreshes one model. Decisions are pure; SQL goes through `executor`."""
 
     existing: str | None  # None, "view" or "table": what the relation is now
@@ -102,11 +80,6 @@ class Maintainer(FactsReader):
     keep_scratch: bool = False
     changed_keys: tuple[str, list[str]] | None = None
     committed: bool = False  # this run's refresh committed to the state table
-    # Changes handed over by an upstream state in this run, by its state table: the
-    # snapshot the hand-over starts at, and its changed keys (None: no data row changed).
-    handoff: dict[str, Handoff] = field(default_factory=dict)
-    scratch: list[str] = field(default_factory=list)  # session views this refresh created
-    captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
 
     # -- plumbing -------------------------------------------------------------------------
@@ -160,12 +133,6 @@ class Maintainer(FactsReader):
             summary=f"no MERGE: no base table changed ({changes})",
             timings=self.timings,
         )
-
-    def _compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
-        """Compute a scratch relation (see `render.create_scratch_sql`)."""
-        self.scratch.append(name)
-        for statement in render.create_scratch_sql(name, select):
-            self._run(label, statement)
 
     def _drop_scratch(self) -> None:
         """Release the refresh's cached views (also after a failure: they hold memory)."""
@@ -245,7 +212,12 @@ class Maintainer(FactsReader):
         versions = render.Versions(old={}, new=pinned, logs={}, live=live)
         renderer = TermRenderer(the_plan.query, render.leaf_at(the_plan.query, versions))
         meta = self._meta_json(digest, the_plan, heads, bases)
-        if the_plan.shape is Shape.WINDOW:
+        if the_plan.branches:
+            renderers = [
+                TermRenderer(b.query, render.leaf_at(b.query, versions)) for b in the_plan.branches
+            ]
+            select = union.initial_select(the_plan, renderers, meta)
+        elif the_plan.shape is Shape.WINDOW:
             select = window.initial_select(the_plan, renderer, meta)
         else:
             select = render.initial_state_select(the_plan, renderer, meta)
@@ -282,99 +254,6 @@ class Maintainer(FactsReader):
             timings=self.timings,
         )
 
-    def _capture(
-        self,
-        query: Query,
-        watermarks: dict[str, int | None],
-        pinned: dict[str, int | None],
-        metadata: dict[str, base_tables.TableMetadata],
-    ) -> tuple[dict[str, str], dict[str, int]] | str:
-        """Write one compacted log per changed base relation; a rebuild reason when a base
-        table's change since the watermark cannot be read (`capture.choose_method`)."""
-        logs: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        read = query.columns_read()
-        for index, relation in enumerate(query.relations):
-            old, new = watermarks.get(relation), pinned[relation]
-            counts[relation] = 0
-            if old == new:
-                continue
-            if any(metadata[relation].stale(snap, read[relation]) for snap in (old, new)):
-                return (
-                    f"base table {relation} changed, and its snapshots carry an older schema "
-                    "than the table (a column the model reads was renamed after a commit)"
-                )
-            method = capture.choose_method(metadata[relation].snapshots, old, new)
-            if not isinstance(method, capture.CaptureMethod):
-                return f"the change of base table {relation} cannot be read: {method}"
-            if method is capture.CaptureMethod.NONE or new is None:
-                continue
-            columns = read[relation]
-            # doubles grouped by their text in the log (`capture/weights.py`)
-            exact = [n for n, t in query.columns_of(relation) if t.lower() in ("double", "float")]
-            log_table = self.target.log(index)
-            handed = self.handoff.get(relation)
-            if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):
-                handed = None
-            if handed is not None and handed.keys is None:
-                self.captured[relation] = "handed over: no row changed"
-                continue
-            if handed is not None and handed.keys is not None:
-                self.captured[relation] = "handed over, keyed version diff"
-                select = version_diff.log_select(relation, old, new, columns, handed.keys, exact)
-            elif method is capture.CaptureMethod.CHANGELOG:
-                view = self.target.changelog_view(index)
-                self.scratch.append(view)
-                self.captured[relation] = self._changelog_view(relation, old, new, view)
-                select = changelog.log_select(view, columns, exact)
-            else:
-                self.captured[relation] = "version diff"
-                select = version_diff.log_select(relation, old, new, columns, exact=exact)
-            self._compute_scratch(f"log {relation}", log_table, select)
-            n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
-            counts[relation] = n
-            if n:
-                logs[relation] = log_table
-        return logs, counts
-
-    def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> str:
-        """The changelog scan old -> new as the temp view `view`: raw where the connection
-        can read it so, else through Iceberg's procedure (carry-overs removed). Returns
-        which, for the log line."""
-        start = time.monotonic()
-        if isinstance(self.executor, ChangelogReader) and self.executor.changelog_view(
-            relation, changelog.scan_options(old, new), view
-        ):
-            self.timings.append(("changelog", time.monotonic() - start))
-            return "changelog scan"
-        self._run("changelog", changelog.procedure_sql(relation, old, new, view))
-        return "changelog procedure"
-
-    def _key_ranges(
-        self, query: Query, logs: dict[str, str], counts: dict[str, int]
-    ) -> dict[tuple[int, str], pruning.KeyRange]:
-        """The join keys each changed input's log touches, for `pruning.prune_terms`: one
-        pass per log; values are listed only for logs small enough to collect."""
-        wanted: dict[str, list[str]] = {}
-        for link in pruning.key_links(query):
-            relation = query.inputs[link.delta].relation
-            if relation in logs and link.delta_column not in wanted.setdefault(relation, []):
-                wanted[relation].append(link.delta_column)
-        by_relation: dict[str, dict[str, pruning.KeyRange]] = {}
-        for relation, columns in wanted.items():
-            if not columns:
-                continue
-            with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
-            dtypes = dict(query.columns_of(relation))
-            stats = pruning.key_stats_sql(logs[relation], columns, with_values, dtypes)
-            row = self._fetch("key ranges", stats)[0]
-            by_relation[relation] = pruning.parse_key_stats(row, columns, with_values, dtypes)
-        return {
-            (i, column): key_range
-            for i, inp in enumerate(query.inputs)
-            for column, key_range in by_relation.get(inp.relation, {}).items()
-        }
-
     def _refresh(
         self, the_plan: Plan, meta: dict, digest: str, heads: dict[str, Head] | None
     ) -> Outcome | str:
@@ -405,9 +284,16 @@ class Maintainer(FactsReader):
         live = frozenset(r for r, b in bases.items() if b.get("live"))
         if logs:
             versions = render.Versions(old=watermarks, new=pinned, logs=logs, live=live)
-            renderer = TermRenderer(query, render.leaf_at(query, versions), versions.changed(query))
-            key_ranges = self._key_ranges(query, logs, counts)
-            compacted = render.compacted_delta_select(the_plan, renderer, key_ranges)
+            branches = [b.query for b in the_plan.branches] or [query]
+            renderers = [
+                TermRenderer(q, render.leaf_at(q, versions), versions.changed(q)) for q in branches
+            ]
+            ranges = [self._key_ranges(q, logs, counts) for q in branches]
+            renderer = renderers[0]
+            if the_plan.branches:
+                compacted = union.compacted_select(the_plan, renderers, ranges)
+            else:
+                compacted = render.compacted_delta_select(the_plan, renderer, ranges[0])
             assert compacted is not None
             if the_plan.shape is Shape.WINDOW:
                 commit, partitions, rows = self._window_commit(

@@ -1,0 +1,152 @@
+"""logs: a refresh's first step, one compacted change log per changed base relation.
+
+Each base relation whose snapshot moved since the state's watermark gets a log: weighted
+rows (+n inserted, -n deleted) of the columns the model reads, computed once into a cached
+session view (`render.create_scratch_sql`). Which change source reads it is chosen per
+relation (`capture.choose_method`): Iceberg's changelog scan, a version diff, or the keys an
+upstream state handed over in this run (`Handoff`, `chain.py`). The join keys each log
+touches are then collected for key pruning (`pruning.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render
+from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
+from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader
+from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.templates import sql, table
+
+# Key values are collected into the driver (for pruning) only from logs up to this size.
+MAX_COLLECTED_LOG_ROWS = 100_000
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """What an upstream state's refresh changed in this run (`chain.py`): one commit to its
+    state table, changing only rows whose keys are in `keys` (None: no data row)."""
+
+    keys: tuple[str, list[str]] | None
+
+    def covers(self, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int) -> bool:
+        """Is that commit the state table's only change from `old` to `new`? Compactions
+        (`replace`) change no row; any other commit is an earlier run's change that this
+        consumer missed (a failure between two commits), and then the whole difference
+        must be read."""
+        chain = capture.lineage(snapshots, old, new)
+        return chain is not None and sum(s.operation != "replace" for s in chain) == 1
+
+
+@dataclass(kw_only=True)
+class LogWriter(FactsReader):
+    """Writes a refresh's change logs (and its other scratch relations) over `executor`."""
+
+    # Changes handed over by an upstream state in this run, by its state table: the
+    # snapshot the hand-over starts at, and its changed keys (None: no data row changed).
+    handoff: dict[str, Handoff] = field(default_factory=dict)
+    scratch: list[str] = field(default_factory=list)  # session views this refresh created
+    captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
+
+    def _compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
+        """Compute a scratch relation (see `render.create_scratch_sql`)."""
+        self.scratch.append(name)
+        for statement in render.create_scratch_sql(name, select):
+            self._run(label, statement)
+
+    def _capture(
+        self,
+        query: Query,
+        watermarks: dict[str, int | None],
+        pinned: dict[str, int | None],
+        metadata: dict[str, base_tables.TableMetadata],
+    ) -> tuple[dict[str, str], dict[str, int]] | str:
+        """Write one compacted log per changed base relation; a rebuild reason when a base
+        table's change since the watermark cannot be read (`capture.choose_method`)."""
+        logs: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        read = query.columns_read()
+        for index, relation in enumerate(query.relations):
+            old, new = watermarks.get(relation), pinned[relation]
+            counts[relation] = 0
+            if old == new:
+                continue
+            if any(metadata[relation].stale(snap, read[relation]) for snap in (old, new)):
+                return (
+                    f"base table {relation} changed, and its snapshots carry an older schema "
+                    "than the table (a column the model reads was renamed after a commit)"
+                )
+            method = capture.choose_method(metadata[relation].snapshots, old, new)
+            if not isinstance(method, capture.CaptureMethod):
+                return f"the change of base table {relation} cannot be read: {method}"
+            if method is capture.CaptureMethod.NONE or new is None:
+                continue
+            columns = read[relation]
+            # doubles grouped by their text in the log (`capture/weights.py`)
+            exact = [n for n, t in query.columns_of(relation) if t.lower() in ("double", "float")]
+            log_table = self.target.log(index)
+            handed = self.handoff.get(relation)
+            if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):
+                handed = None
+            if handed is not None and handed.keys is None:
+                self.captured[relation] = "handed over: no row changed"
+                continue
+            if handed is not None and handed.keys is not None:
+                self.captured[relation] = "handed over, keyed version diff"
+                select = version_diff.log_select(relation, old, new, columns, handed.keys, exact)
+            elif method is capture.CaptureMethod.CHANGELOG:
+                view = self.target.changelog_view(index)
+                self.scratch.append(view)
+                self.captured[relation] = self._changelog_view(relation, old, new, view)
+                select = changelog.log_select(view, columns, exact)
+            else:
+                self.captured[relation] = "version diff"
+                select = version_diff.log_select(relation, old, new, columns, exact=exact)
+            self._compute_scratch(f"log {relation}", log_table, select)
+            n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
+            counts[relation] = n
+            if n:
+                logs[relation] = log_table
+        return logs, counts
+
+    def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> str:
+        """The changelog scan old -> new as the temp view `view`: raw where the connection
+        can read it so, else through Iceberg's procedure (carry-overs removed). Returns
+        which, for the log line."""
+        start = time.monotonic()
+        if isinstance(self.executor, ChangelogReader) and self.executor.changelog_view(
+            relation, changelog.scan_options(old, new), view
+        ):
+            self.timings.append(("changelog", time.monotonic() - start))
+            return "changelog scan"
+        self._run("changelog", changelog.procedure_sql(relation, old, new, view))
+        return "changelog procedure"
+
+    def _key_ranges(
+        self, query: Query, logs: dict[str, str], counts: dict[str, int]
+    ) -> dict[tuple[int, str], pruning.KeyRange]:
+        """The join keys each changed input's log touches, for `pruning.prune_terms`: one
+        pass per log; values are listed only for logs small enough to collect."""
+        wanted: dict[str, list[str]] = {}
+        for link in pruning.key_links(query):
+            relation = query.inputs[link.delta].relation
+            if relation in logs and link.delta_column not in wanted.setdefault(relation, []):
+                wanted[relation].append(link.delta_column)
+        by_relation: dict[str, dict[str, pruning.KeyRange]] = {}
+        for relation, columns in wanted.items():
+            if not columns:
+                continue
+            with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
+            dtypes = dict(query.columns_of(relation))
+            stats = pruning.key_stats_sql(logs[relation], columns, with_values, dtypes)
+            row = self._fetch("key ranges", stats)[0]
+            by_relation[relation] = pruning.parse_key_stats(row, columns, with_values, dtypes)
+        return {
+            (i, column): key_range
+            for i, inp in enumerate(query.inputs)
+            for column, key_range in by_relation.get(inp.relation, {}).items()
+        }
