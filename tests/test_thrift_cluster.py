@@ -36,7 +36,7 @@ THRIFT_FAMILIES = (
     "join3_agg",  # 3-way inner join, count/sum/avg, MIN and MAX
     "left_join_agg",  # outer join under an aggregate with MIN/MAX
     "distinct_join",  # DISTINCT over a join
-    "agg_mor_base",  # merge-on-read base table: version diff instead of the changelog
+    "window_top1",  # window sub-query state (tagged MERGE) under a filter
 )
 #: Change rounds of the thrift subset (the default plan has 5): the first changes the state the
 #: build wrote, `empty` removes every group, the last refills a state refreshes wrote.
