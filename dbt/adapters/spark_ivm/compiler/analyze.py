@@ -119,8 +119,7 @@ def _check_constructs(tree: exp.Expression, model: str) -> None:
                 "reading an ivm model that keeps a bag of rows (a SELECT without GROUP BY or "
                 "DISTINCT, or a UNION ALL: its relation repeats each stored row)",
                 source.this.name,
-                "Aggregate or select DISTINCT in the upstream model, or read its base tables "
-                "here.",
+                "Aggregate or select DISTINCT in the upstream model, or read its base tables here.",
             )
     for cls, construct in checks:
         node = tree.find(cls)

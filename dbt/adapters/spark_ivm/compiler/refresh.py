@@ -210,17 +210,17 @@ class Maintainer(LogWriter):
         state = self.target.state
         live = frozenset(r for r, b in bases.items() if b["live"])
         versions = render.Versions(old={}, new=pinned, logs={}, live=live)
-        renderer = TermRenderer(the_plan.query, render.leaf_at(the_plan.query, versions))
         meta = self._meta_json(digest, the_plan, heads, bases)
+        renderers = [
+            TermRenderer(q, render.leaf_at(q, versions))
+            for q in [b.query for b in the_plan.branches] or [the_plan.query]
+        ]
         if the_plan.branches:
-            renderers = [
-                TermRenderer(b.query, render.leaf_at(b.query, versions)) for b in the_plan.branches
-            ]
             select = union.initial_select(the_plan, renderers, meta)
         elif the_plan.shape is Shape.WINDOW:
-            select = window.initial_select(the_plan, renderer, meta)
+            select = window.initial_select(the_plan, renderers[0], meta)
         else:
-            select = render.initial_state_select(the_plan, renderer, meta)
+            select = render.initial_state_select(the_plan, renderers[0], meta)
         for statement in render.create_state_sql(state, select):
             self._run("build state", statement)
         try:
