@@ -98,7 +98,8 @@ def leaf_at(query: Query, versions: Versions | None):
     return leaf
 
 
-def _full_term(query: Query) -> Term:
+def full_term(query: Query) -> Term:
+    """The whole query over its inputs at the new snapshots."""
     return Term(base=("prefix", len(query.inputs) - 1, NEW))
 
 
@@ -149,19 +150,25 @@ def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.E
     projections.append((COUNT, exp.Count(this=exp.Star())))
     for rule in plan.rules:
         projections.extend(rule.initial().items())
-    term = _full_term(plan.query)
+    term = full_term(plan.query)
     select = _group(renderer.render(term, projections, with_weight=False), plan.keys)
     lists = [
         (rule, _values_select(plan, renderer, term, rule), (rule.top, rule.full))
         for rule in plan.ranked_rules
     ]
     select, names = _with_ranked_lists(plan, select, [n for n, _ in projections], lists, True)
+    return with_meta_row(select, meta, names[2:])
+
+
+def with_meta_row(rows: exp.Select, meta: str, columns: list[str]) -> exp.Expression:
+    """`rows` (data rows of a state being built) UNION ALL the metadata row holding `meta`,
+    NULL in every other state column (`columns`, after ROW and META)."""
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),
         exp.alias_(text(meta), META, quoted=True),
-        *(exp.alias_(exp.null(), name, quoted=True) for name in names[2:]),
+        *(exp.alias_(exp.null(), name, quoted=True) for name in columns),
     )
-    return exp.union(select, meta_row, distinct=False)
+    return exp.union(rows, meta_row, distinct=False)
 
 
 def create_state_sql(state: str, select: exp.Expression) -> list[str]:
@@ -278,7 +285,8 @@ def drop_scratch_sql(name: str) -> str:
     return f"DROP VIEW IF EXISTS {sql(table(name))}"
 
 
-def _typed(node: exp.Expression, column: str, types: Mapping[str, str]) -> exp.Expression:
+def typed(node: exp.Expression, column: str, types: Mapping[str, str]) -> exp.Expression:
+    """`node` cast to the state column's Spark type in `types` (as is when not listed)."""
     dtype = types.get(column.lower())
     return exp.cast(node, exp.DataType.build(dtype, dialect="spark")) if dtype else node
 
@@ -293,7 +301,7 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
     # here but must still be its one row (`SELECT FROM ..` does not parse): a COUNT(*) that
     # the lists' join below does not select keeps it one row, even over no rows.
     main = projections or [("__ivm_one", template("COUNT(*)"))]
-    term = _full_term(plan.query)
+    term = full_term(plan.query)
     if plan.grouped:
         flagged = (
             exp.Select()
@@ -372,7 +380,7 @@ def merge_sql(
     for rule in plan.rules:
         updates.update(rule.merged("s", "d"))
         inserts.update(rule.inserted("d"))
-    set_list = ", ".join(f"{sql(col(c))} = {sql(_typed(v, c, types))}" for c, v in updates.items())
+    set_list = ", ".join(f"{sql(col(c))} = {sql(typed(v, c, types))}" for c, v in updates.items())
     match = exp.and_(
         template(":a = :b", a=col(ROW, "s"), b=col(ROW, "d")),
         null_safe_match([col(k, "s") for k in keys], [col(k, "d") for k in keys]),
@@ -386,7 +394,7 @@ def merge_sql(
     parts.append(f"WHEN MATCHED THEN UPDATE SET {set_list}")
     if plan.grouped:
         cols = ", ".join(sql(col(c)) for c in inserts)
-        values = ", ".join(sql(_typed(v, c, types)) for c, v in inserts.items())
+        values = ", ".join(sql(typed(v, c, types)) for c, v in inserts.items())
         parts.append(
             f"WHEN NOT MATCHED AND d.{ROW} = 0 AND d.{COUNT} > 0 THEN INSERT ({cols}) VALUES ({values})"
         )
@@ -438,5 +446,5 @@ def probe_select(query: Query, nodes: list[exp.Expression]) -> str:
     """`SELECT nodes FROM <the model's FROM> WHERE FALSE`: for DESCRIBE QUERY of their types."""
     renderer = TermRenderer(query, leaf_at(query, None))
     projections = [(f"p{i}", n) for i, n in enumerate(nodes)] or [("p0", exp.Literal.number(1))]
-    select = renderer.render(_full_term(query), projections, with_weight=False, with_where=False)
+    select = renderer.render(full_term(query), projections, with_weight=False, with_where=False)
     return sql(select.where(exp.false()))

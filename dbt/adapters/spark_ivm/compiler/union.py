@@ -30,11 +30,17 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.aggregates import COUNT
-from dbt.adapters.spark_ivm.compiler.delta import NEW, WEIGHT, Term, TermRenderer
+from dbt.adapters.spark_ivm.compiler.delta import WEIGHT, TermRenderer
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
-from dbt.adapters.spark_ivm.compiler.render import META, ROW, compacted_delta_select
-from dbt.adapters.spark_ivm.compiler.templates import col, template, text
+from dbt.adapters.spark_ivm.compiler.render import (
+    META,
+    ROW,
+    compacted_delta_select,
+    full_term,
+    with_meta_row,
+)
+from dbt.adapters.spark_ivm.compiler.templates import col, template
 
 
 def _typed(plan: Plan, part: exp.Select, extra: Sequence[str]) -> exp.Select:
@@ -66,7 +72,7 @@ def initial_select(plan: Plan, renderers: Sequence[TermRenderer], meta: str) -> 
     keys = plan.key_columns
     parts = []
     for branch, renderer in zip(plan.branches, renderers):
-        term = Term(base=("prefix", len(branch.query.inputs) - 1, NEW))
+        term = full_term(branch.query)
         parts.append(renderer.render(term, list(zip(keys, branch.keys)), with_weight=False))
     rows = _sum_of(plan, parts)
     rows = rows.select(exp.alias_(template("COUNT(*)"), COUNT, quoted=True))
@@ -76,12 +82,7 @@ def initial_select(plan: Plan, renderers: Sequence[TermRenderer], meta: str) -> 
         *(col(k) for k in [*keys, COUNT]),
     )
     select = select.from_(exp.alias_(exp.Subquery(this=rows), "__ivm_rows"))
-    meta_row = exp.Select().select(
-        exp.alias_(exp.Literal.number(1), ROW, quoted=True),
-        exp.alias_(text(meta), META, quoted=True),
-        *(exp.alias_(exp.null(), name, quoted=True) for name in [*keys, COUNT]),
-    )
-    return exp.union(select, meta_row, distinct=False)
+    return with_meta_row(select, meta, [*keys, COUNT])
 
 
 def compacted_select(

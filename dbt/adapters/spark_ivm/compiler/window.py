@@ -26,15 +26,17 @@ choice, in a full run as in a refresh.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.aggregates import COUNT
-from dbt.adapters.spark_ivm.compiler.delta import NEW, Term, TermRenderer
+from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.plan import Plan, output_column
-from dbt.adapters.spark_ivm.compiler.render import META, ROW
+from dbt.adapters.spark_ivm.compiler.render import META, ROW, full_term, with_meta_row
+from dbt.adapters.spark_ivm.compiler.render import typed as typed_as
 from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match, sql, table, text
 
 TAG = "__ivm_tag"  # MERGE source rows: 'i' a recomputed row, 'd' an affected key, 'm' metadata
@@ -119,18 +121,13 @@ def _rows(plan: Plan, renderer: TermRenderer, filters: tuple[exp.Expression, ...
     ]
     for i, output in enumerate(plan.query.outputs):
         projections.append((output_column(i), output.unalias()))
-    term = Term(base=("prefix", len(plan.query.inputs) - 1, NEW), filters=filters)
+    term = replace(full_term(plan.query), filters=filters)
     return renderer.render(term, projections, with_weight=False)
 
 
 def initial_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.Expression:
     """Every result row, plus the metadata row holding the watermarks."""
-    meta_row = exp.Select().select(
-        exp.alias_(exp.Literal.number(1), ROW, quoted=True),
-        exp.alias_(text(meta), META, quoted=True),
-        *(exp.alias_(exp.null(), name, quoted=True) for name in plan.state_columns),
-    )
-    return exp.union(_rows(plan, renderer, ()), meta_row, distinct=False)
+    return with_meta_row(_rows(plan, renderer, ()), meta, plan.state_columns)
 
 
 def affected_select(plan: Plan, compacted: exp.Select) -> exp.Select:
@@ -174,8 +171,7 @@ def merge_sql(
     columns = plan.state_columns
 
     def typed(node: exp.Expression, name: str) -> exp.Expression:
-        dtype = types.get(name.lower())
-        return exp.cast(node, exp.DataType.build(dtype, dialect="spark")) if dtype else node
+        return typed_as(node, name, types)
 
     inserted = (
         exp.Select()
