@@ -8,6 +8,7 @@ import pytest
 
 from dbt.adapters.spark_ivm.compiler.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.explain import plan_lines
 from dbt.adapters.spark_ivm.compiler.plan import Shape, plan
 
 SCHEMAS = {
@@ -42,22 +43,68 @@ def test_a_union_is_one_state_over_its_flat_branches(select: str, branches: int,
 @pytest.mark.parametrize(
     ("select", "construct"),
     [
-        ("select k from t intersect select k from u", "set operation INTERSECT"),
-        ("select k from t except select k from u", "set operation EXCEPT"),
+        ("select k from t intersect select k from u intersect select k from t",
+         "INTERSECT as an operand of INTERSECT"),
+        ("select k from t except all select k from u except select k from t",
+         "EXCEPT ALL inside EXCEPT"),
+        ("select k from t union select k from u intersect select k from t",
+         "INTERSECT inside a UNION"),
+        ("select k from t intersect all (select k from t union select k from u)",
+         "a UNION inside an INTERSECT ALL"),
+        ("select distinct k from t except all select k from u", "an EXCEPT ALL branch that"),
         ("select k from t union all (select k from t union select k from u)",
          "a UNION inside a UNION ALL"),
         ("select k, count(*) from t group by k union all select k, y from u",
-         "a UNION branch that aggregates"),
-        ("select distinct k from t union all select k from u", "a UNION branch that"),
+         "a UNION ALL branch that aggregates"),
+        ("select distinct k from t union all select k from u", "a UNION ALL branch that"),
         ("select k from t union all select k, y from u", "different numbers of columns"),
         ("select k from t union all select k from u limit 2", "LIMIT"),
         ("select s.k, count(*) from (select k from t union all select k from u) s group by s.k",
-         "UNION ALL / INTERSECT / EXCEPT inside a query"),
+         "UNION ALL / INTERSECT ALL / EXCEPT ALL inside a query"),
     ],
 )  # fmt: skip
 def test_set_operations_no_rule_keeps_exact_are_refused_by_name(select: str, construct: str):
     with pytest.raises(UnsupportedQueryError, match=construct):
         analyze(select, "m", SCHEMAS, "db")
+
+
+@pytest.mark.parametrize(
+    ("select", "left", "right", "shape", "shown"),
+    [
+        ("select k, x from t intersect select k, y from u", 1, 1, Shape.AGGREGATE,
+         "__ivm_nn_0 > 0 AND (__ivm_count__ - __ivm_nn_0) > 0"),
+        ("select k, x from t except select k, y from u", 1, 1, Shape.AGGREGATE,
+         "__ivm_nn_0 > 0 AND (__ivm_count__ - __ivm_nn_0) = 0"),
+        # an operand may be a union chain; a chain of EXCEPT subtracts every later operand
+        (("(select k, x from t union all select k, y from u) except select k, x from t "
+          "except select k, y from u"), 2, 2, Shape.AGGREGATE, None),
+        # with DISTINCT branches: only a row's presence counts
+        ("select distinct k, x from t intersect select k, y from u", 1, 1, Shape.AGGREGATE, None),
+        ("select k, x from t intersect all select k, y from u", 1, 1, Shape.BAG,
+         "LEAST(__ivm_nn_0, __ivm_count__ - __ivm_nn_0) > 0"),
+        ("select k, x from t except all select k, y from u except all select k, x from t",
+         1, 2, Shape.BAG, "(__ivm_nn_0 - (__ivm_count__ - __ivm_nn_0)) > 0"),
+    ],
+)  # fmt: skip
+def test_intersect_and_except_count_each_side(
+    select: str, left: int, right: int, shape: Shape, shown: str | None
+):
+    """INTERSECT / EXCEPT keep, per distinct row, the count of both operands and of the left
+    one (`__ivm_nn_0`, a COUNT of the side marker); the view shows what the counts say."""
+    query = analyze(select, "m", SCHEMAS, "db")
+    assert (query.left_branches, len(query.branches) - query.left_branches) == (left, right)
+    the_plan = plan(query, OUT, [])
+    assert the_plan.shape is shape
+    assert the_plan.state_columns == ["__ivm_k0", "__ivm_k1", "__ivm_count__", "__ivm_nn_0"]
+    if shown is not None:
+        assert (
+            the_plan.having is not None and the_plan.having.sql("spark").replace("`", "") == shown
+        )
+    lines = plan_lines(the_plan)
+    kind = "INTERSECT" if "intersect" in select else "EXCEPT"
+    assert lines[0].startswith(f"operator: {kind}"), lines
+    assert sum("(left operand)" in line for line in lines) == left
+    assert sum("(right operand)" in line for line in lines) == right
 
 
 def test_reading_a_bag_ivm_model_is_refused_by_name():

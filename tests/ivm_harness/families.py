@@ -813,6 +813,65 @@ FAMILIES += [
     ),
 ]
 
+# --- INTERSECT / EXCEPT: a count per operand and row (union.py) ---------------------------------
+FAMILIES += [
+    # EXCEPT of a UNION ALL chain: a row is shown while the left operand has it and the right
+    # one does not; changes on every operand (the right one a join).
+    Family(
+        "set_except",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        (
+            select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+            where o.qty > 0 or o.qty is null
+            union all
+            select c.nation, c.segment from {{ source('base', 'customers') }} c
+        )
+        except
+        select c.cid, n.region
+        from {{ source('base', 'customers') }} c
+        join {{ source('base', 'nations') }} n on n.nid = c.nation
+        """,
+    ),
+    # EXCEPT ALL chain: max(l - r1 - r2, 0) copies of each row.
+    Family(
+        "set_except_all",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+        except all
+        select c.cid, c.segment from {{ source('base', 'customers') }} c
+        except all
+        select n.nid, n.region from {{ source('base', 'nations') }} n
+        """,
+    ),
+    # INTERSECT ALL: least(l, r) copies; duplicates on both sides.
+    Family(
+        "set_intersect_all",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+        intersect all
+        select c.nation, c.segment from {{ source('base', 'customers') }} c where c.credit <> 0
+        """,
+    ),
+    # An INTERSECT sub-query is a state of its own (distinct rows), joined and aggregated.
+    Family(
+        "set_intersect_in_subquery",
+        (ORDERS, CUSTOMERS),
+        """
+        select c.segment, count(*) as n, min(x.k) as low
+        from (
+            select cust as k from {{ source('base', 'orders') }} where status <> 'b'
+            intersect
+            select nation from {{ source('base', 'customers') }} where credit > -20
+        ) x
+        join {{ source('base', 'customers') }} c on c.cid = x.k
+        group by c.segment
+        """,
+    ),
+]
+
 # --- UNION ALL / UNION: one state fed by the sum of the branches' deltas (union.py) --------------
 FAMILIES += [
     # Branches with joins (inner and outer), WHERE, a relation read by two branches, and

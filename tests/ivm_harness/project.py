@@ -30,6 +30,7 @@ class ModelResult:
     message: str
     compiled_sql: str | None
     relation: str
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,7 @@ class DbtProject:
                 message=str(r.message or ""),
                 compiled_sql=getattr(node, "compiled_code", None),
                 relation=f"{node.schema}.{node.alias}",
+                seconds=float(getattr(r, "execution_time", 0.0) or 0.0),
             )
         error = (
             None if res.exception is None else f"{type(res.exception).__name__}: {res.exception}"

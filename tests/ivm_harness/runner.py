@@ -173,6 +173,8 @@ class HarnessReport:
     failures: dict[str, list[Failure]] = field(default_factory=dict)
     timings: list[RoundTiming] = field(default_factory=list)
     setup_seconds: float = 0.0
+    #: dbt's execution time per model, summed over the rounds: what a family costs the suite
+    model_seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One paragraph: seed, rounds, time, failing families."""
@@ -188,6 +190,12 @@ class HarnessReport:
             lines.append(
                 f"  round {t.number} {t.kind:<6} changes {t.changes:5.1f}s  dbt {t.dbt:5.1f}s"
                 f"  check {t.check:5.1f}s"
+            )
+        slowest = sorted(self.model_seconds.items(), key=lambda kv: -kv[1])[:8]
+        if slowest:
+            lines.append(
+                "  slowest models (dbt seconds, all rounds): "
+                + ", ".join(f"{name} {seconds:.0f}" for name, seconds in slowest)
             )
         bad = {f: v for f, v in self.failures.items() if v}
         if bad:
@@ -528,6 +536,10 @@ class Harness:
                 else:
                     os.environ[MIN_MAX_KEEP_ENV] = previous
             self._corrupt(number, invocation.models)
+            for name, result in invocation.models.items():
+                self.report.model_seconds[name] = (
+                    self.report.model_seconds.get(name, 0.0) + result.seconds
+                )
             t2 = time.monotonic()
             # the checks only read; Spark runs queries from several threads concurrently
             with ThreadPoolExecutor(max_workers=CHECK_WORKERS) as pool:

@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dbt.adapters.spark_ivm.compiler import window
+from dbt.adapters.spark_ivm.compiler import union, window
 from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
@@ -94,7 +94,7 @@ def _check_constructs(tree: exp.Expression, model: str) -> None:
     checks: list[tuple[type[exp.Expression], str]] = [
         (
             exp.SetOperation,
-            "UNION ALL / INTERSECT / EXCEPT inside a query (UNION ALL is maintained as a whole model: make it a model of its own)",
+            "UNION ALL / INTERSECT ALL / EXCEPT ALL inside a query (maintained as a whole model: make it a model of its own)",
         ),
         (exp.Limit, "LIMIT"),
         (exp.Offset, "OFFSET"),
@@ -218,7 +218,9 @@ def analyze(
     """
     tree = _parse(sql, model)
     if isinstance(tree, exp.SetOperation):
-        return _analyze_union(tree, sql, model, schemas, default_db)
+        return union.analyze_set_operation(
+            tree, sql, model, lambda branch: analyze(branch, model, schemas, default_db)
+        )
     _check_constructs(tree, model)
     tree = unfilter(normalise(tree, model, schemas, default_db), model)
     if tree.args.get("with_"):
@@ -303,88 +305,6 @@ def analyze(
     )
     _check_column_types(query)
     return query
-
-
-def _union_leaves(node: exp.Expression, distinct: bool, model: str) -> list[exp.Select]:
-    """The SELECTs a UNION ALL (or UNION) chain combines, left to right. Under UNION any
-    nested UNION ALL / UNION flattens (the DISTINCT of the sum of all branches); under UNION
-    ALL only UNION ALL does."""
-    if isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Query):
-        return _union_leaves(node.this, distinct, model)
-    if isinstance(node, exp.SetOperation):
-        kind = "UNION" if isinstance(node, exp.Union) else type(node).__name__.upper()
-        if not isinstance(node, exp.Union):
-            raise UnsupportedQueryError(model, f"set operation {kind}", _fragment(node))
-        if node.args.get("distinct") and not distinct:
-            raise UnsupportedQueryError(model, "a UNION inside a UNION ALL", _fragment(node))
-        for arg in ("limit", "offset", "order"):
-            if node.args.get(arg) is not None:
-                raise UnsupportedQueryError(
-                    model, f"{arg.upper()} on a branch of a UNION", _fragment(node)
-                )
-        return [
-            *_union_leaves(node.this, distinct, model),
-            *_union_leaves(node.expression, distinct, model),
-        ]
-    if not isinstance(node, exp.Select):
-        raise UnsupportedQueryError(model, "a UNION branch that is not a SELECT", _fragment(node))
-    return [node]
-
-
-def _analyze_union(
-    tree: exp.SetOperation,
-    sql: str,
-    model: str,
-    schemas: Mapping[str, Sequence[tuple[str, str]]],
-    default_db: str,
-) -> Query:
-    """A UNION ALL / UNION of flat SELECTs: each branch analysed on its own (`union.py`)."""
-    if not isinstance(tree, exp.Union):
-        kind = type(tree).__name__.upper()
-        raise UnsupportedQueryError(model, f"set operation {kind}", _fragment(tree))
-    distinct = bool(tree.args.get("distinct"))
-    for arg, construct in (("limit", "LIMIT"), ("offset", "OFFSET")):
-        if tree.args.get(arg) is not None:
-            raise UnsupportedQueryError(model, construct, _fragment(tree.args[arg]))
-    with_ = tree.args.get("with_")
-    branches: list[Query] = []
-    for leaf in _union_leaves(tree.this, distinct, model) + _union_leaves(
-        tree.expression, distinct, model
-    ):
-        branch = leaf.copy()
-        if with_ is not None:
-            branch.set("with_", with_.copy())
-        query = analyze(branch.sql(dialect=DIALECT), model, schemas, default_db)
-        if query.is_aggregate or query.window_keys is not None or (query.distinct and not distinct):
-            raise UnsupportedQueryError(
-                model,
-                "a UNION branch that aggregates, is DISTINCT or computes window functions",
-                _fragment(leaf),
-                "Compute that branch in a model of its own (an ivm model) and union its relation.",
-            )
-        if branches and len(query.outputs) != len(branches[0].outputs):
-            raise UnsupportedQueryError(
-                model, "UNION branches with different numbers of columns", _fragment(leaf)
-            )
-        branches.append(query)
-    notes = [n for b in branches for n in b.notes]
-    if tree.args.get("order"):
-        notes.append("ORDER BY ignored: a maintained relation has no row order")
-    return Query(
-        model=model,
-        sql=sql,
-        inputs=[inp for b in branches for inp in b.inputs],
-        steps=[],
-        where=None,
-        group_by=[],
-        aggregates=[],
-        outputs=[o.copy() for o in branches[0].outputs],
-        having=None,
-        distinct=distinct,
-        is_aggregate=False,
-        notes=list(dict.fromkeys(notes)),
-        branches=branches,
-    )
 
 
 def _check_column_types(query: Query) -> None:

@@ -79,11 +79,26 @@ def plan_lines(the_plan: Plan) -> list[str]:
     """
     query = the_plan.query
     if the_plan.branches:
-        kind = "UNION" if query.distinct else "UNION ALL"
-        out = [f"operator: {kind} of {len(the_plan.branches)} branches, {_SHAPES[the_plan.shape]}"]
+        kind = (query.set_op or "union").upper() + ("" if query.distinct else " ALL")
+        if query.set_op is None:
+            shape = _SHAPES[the_plan.shape]
+        else:
+            shown = (
+                f"{sql(the_plan.copies)} times"
+                if the_plan.copies is not None
+                else f"while {sql(the_plan.having)}"
+            )
+            shape = (
+                "one state row per distinct row with its count and its left operand's count "
+                f"{sql(the_plan.rules[0].visible())}, shown {shown}"
+            )
+        out = [f"operator: {kind} of {len(the_plan.branches)} branches, {shape}"]
         out.append("  delta: the sum of the branches' deltas, one MERGE")
         for i, branch in enumerate(the_plan.branches):
-            out.append(f"branch {i}:")
+            side = ""
+            if query.set_op is not None:
+                side = " (left operand)" if i < query.left_branches else " (right operand)"
+            out.append(f"branch {i}{side}:")
             out.extend(
                 f"  {line}" for line in plan_lines(branch) if not line.startswith("operator")
             )

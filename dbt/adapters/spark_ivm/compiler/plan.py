@@ -24,14 +24,15 @@ from dbt.adapters.spark_ivm.compiler.aggregates import (
     COUNT,
     KEEP,
     AggregateRule,
+    CountRule,
     ExtremeRule,
     RecomputeRule,
     rule_for,
 )
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
+from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate, JoinKind, Query
 from dbt.adapters.spark_ivm.compiler.outer_join import equi_keys
-from dbt.adapters.spark_ivm.compiler.templates import col
+from dbt.adapters.spark_ivm.compiler.templates import col, template
 
 
 def output_column(index: int) -> str:
@@ -61,6 +62,8 @@ class Plan:
     arg_types: list[str | None] = field(default_factory=list)  # Spark types, for the state
     # UNION ALL / UNION (`union.py`): one plan per branch, keyed like this one
     branches: list[Plan] = field(default_factory=list)
+    # how many times a BAG state row is shown (None: its `__ivm_count__`)
+    copies: exp.Expression | None = None
 
     @property
     def grouped(self) -> bool:
@@ -162,6 +165,8 @@ def plan(
         branches = [plan(b, output_columns, [], keep) for b in query.branches]
         visible = [col(f"__ivm_k{i}") for i in range(len(outputs))]
         keys = [o.copy() for o in outputs]
+        if query.set_op is not None:
+            return _set_operation_plan(query, keys, names, types, visible, branches)
         return Plan(query, shape, keys, [], names, types, visible, None, [], branches)
     if query.window_keys is not None:
         keys = [k.copy() for k in query.window_keys]
@@ -195,3 +200,40 @@ def plan(
     visible = [lift(o, "the select list") for o in outputs]
     having = lift(query.having, "HAVING") if query.having is not None else None
     return Plan(query, Shape.AGGREGATE, keys, rules, names, types, visible, having, list(arg_types))
+
+
+#: The synthetic argument of an INTERSECT / EXCEPT's side count (`union.side_marker`).
+SIDE = "__ivm_a0"
+
+
+def _set_operation_plan(
+    query: Query,
+    keys: list[exp.Expression],
+    names: list[str],
+    types: list[str],
+    visible: list[exp.Expression],
+    branches: list[Plan],
+) -> Plan:
+    """INTERSECT / EXCEPT: per distinct row its count over both operands and the left
+    operand's count l (a COUNT of the side marker, `union.py`); r = count - l.
+
+    Example: `a except all b` with row 1 twice in a and once in b -> count 3, l 2, shown
+    2 - 1 = 1 time."""
+    side = Aggregate(AggKind.COUNT, exp.Count(this=col(SIDE)), col(SIDE))
+    rule = CountRule(0, side, "int")
+    left = rule.visible()
+    right = template(":c - :l", c=col(COUNT), l=left.copy())
+    if query.distinct:
+        shown = template(":l > 0", l=left)
+        shown = exp.and_(
+            shown, template(":r > 0" if query.set_op == "intersect" else ":r = 0", r=right)
+        )
+        return Plan(
+            query, Shape.AGGREGATE, keys, [rule], names, types, visible, shown, [], branches
+        )
+    if query.set_op == "intersect":
+        copies = template("LEAST(:l, :r)", l=left, r=right)
+    else:
+        copies = template(":l - :r", l=left, r=right)
+    shown = template(":n > 0", n=copies.copy())
+    return Plan(query, Shape.BAG, keys, [rule], names, types, visible, shown, [], branches, copies)

@@ -427,13 +427,13 @@ def view_select(plan: Plan, state: str) -> str:
         select = select.where(plan.having.copy())
     if plan.shape is Shape.BAG:
         # Each distinct row is stored once with its multiplicity; repeat it that many times.
-        return _bag_view(select)
+        return _bag_view(select, plan.copies or col(COUNT))
     return sql(select)
 
 
-def _bag_view(select: exp.Select) -> str:
+def _bag_view(select: exp.Select, copies: exp.Expression) -> str:
     lateral = exp.Lateral(
-        this=template("EXPLODE(ARRAY_REPEAT(0, CAST(:c AS INT)))", c=col(COUNT)),
+        this=template("EXPLODE(ARRAY_REPEAT(0, CAST(:c AS INT)))", c=copies.copy()),
         view=True,
         alias=exp.TableAlias(
             this=exp.to_identifier("__ivm_rep"), columns=[exp.to_identifier("__ivm_i")]

@@ -30,11 +30,21 @@ def template(sql: str, **nodes: exp.Expression | str | int) -> exp.Expression:
         if isinstance(node, exp.Placeholder) and node.name in nodes:
             value = nodes[node.name]
             if isinstance(value, exp.Expression):
-                return value.copy()
+                return _grouped(value.copy(), node.parent)
             return exp.convert(value)
         return node
 
     return _parsed(sql).copy().transform(fill, copy=False)
+
+
+def _grouped(value: exp.Expression, parent: exp.Expression | None) -> exp.Expression:
+    """`value` in parentheses where it is an operand of an operator: sqlglot prints a tree
+    as it is, so `:l - :r` with r = `c - l` would print `l - c - l`, which parses as
+    `(l - c) - l`."""
+    operator = isinstance(parent, (exp.Binary, exp.Unary)) and not isinstance(parent, exp.Paren)
+    if operator and isinstance(value, (exp.Binary, exp.Unary)) and not isinstance(value, exp.Paren):
+        return exp.Paren(this=value)
+    return value
 
 
 def text(value: str) -> exp.Expression:

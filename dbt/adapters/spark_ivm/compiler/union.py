@@ -1,4 +1,5 @@
-"""union: UNION ALL and UNION of flat SELECTs, one state fed by every branch.
+"""union: set operations (UNION ALL, UNION, INTERSECT, EXCEPT) of flat SELECTs, one state
+fed by every branch.
 
 A UNION ALL is a sum of bags, so its delta is the sum of its branches' deltas:
 
@@ -21,16 +22,36 @@ before the branches are added up and grouped again: Spark widens a column's type
 branches (an int branch and a string branch give strings), so rows that differ before the
 widening may be one row after it, and a key compared as the branch's own type would match
 the wrong state rows (a string compared with an int is cast to an int: '01' = 1).
+
+INTERSECT and EXCEPT need to know which operand a row comes from, so the state keeps two
+counts per distinct row: `__ivm_count__` (rows of both operands) and the left operand's
+count l, kept as count(side) of a side marker that is 1 on the left branches' rows and NULL
+on the right's (the COUNT rule, `aggregates/counting.py`); the right count is r = count - l.
+Both follow the same sums of deltas:
+
+    l' = l + sum(w over left rows)      count' = count + sum(w over all rows)
+
+and a row is shown while l > 0 and r > 0 (INTERSECT), l > 0 and r = 0 (EXCEPT), least(l, r)
+times (INTERSECT ALL) or l - r times while positive (EXCEPT ALL). An operand may itself be a
+UNION ALL / UNION chain (its branches' counts add up), and `a EXCEPT b EXCEPT c` is
+`a EXCEPT (b UNION ALL c)` in every variant.
+
+Example: `select k from a except select k from b`, a = {1, 2}, b = {2}: state 1: (2, 1),
+2: (1, 1) -> shows 1. Delete 2 from b: delta of 2 is (count -1, l 0) -> (1, 1), r = 0 ->
+shows 1 and 2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.delta import WEIGHT, TermRenderer
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
+from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.render import (
@@ -43,24 +64,46 @@ from dbt.adapters.spark_ivm.compiler.render import (
 from dbt.adapters.spark_ivm.compiler.templates import col, template
 
 
-def _typed(plan: Plan, part: exp.Select, extra: Sequence[str]) -> exp.Select:
+def _typed(
+    plan: Plan, part: exp.Select, extra: Sequence[str], side: exp.Expression | None = None
+) -> exp.Select:
     """`part` with each key cast to the union's type of its column: a branch compared as
     its own type would match other rows (a string key compared with an int one is cast to
-    an int: '01' = 1) and group apart rows that the union makes one ('1' and 1)."""
+    an int: '01' = 1) and group apart rows that the union makes one ('1' and 1). An
+    INTERSECT / EXCEPT part also gets its side marker (`side_marker`)."""
     select = exp.Select().from_(exp.alias_(exp.Subquery(this=part), "__ivm_part"))
     for name, dtype in zip(plan.key_columns, plan.output_types):
         typed = exp.cast(col(name), exp.DataType.build(dtype, dialect="spark"))
         select = select.select(exp.alias_(typed, name, quoted=True))
-    return select.select(*(col(c) for c in extra))
+    select = select.select(*(col(c) for c in extra))
+    if side is not None:
+        select = select.select(exp.alias_(side, plan.rules[0].arg_column, quoted=True))
+    return select
 
 
-def _sum_of(plan: Plan, parts: Sequence[exp.Select], extra: Sequence[str] = ()) -> exp.Select:
-    """`SELECT keys FROM (part UNION ALL part ..) GROUP BY keys`, each part's keys cast to
-    the union's types (`_typed`): add the aggregate."""
-    keys = plan.key_columns
-    parts = [_typed(plan, part, extra) for part in parts]
-    union: exp.Expression = parts[0]
-    for part in parts[1:]:
+def side_marker(plan: Plan, branch: int) -> exp.Expression | None:
+    """The side column of branch number `branch` of an INTERSECT / EXCEPT: 1 on the left
+    operand, NULL on the right (None for a UNION, which keeps no side)."""
+    if plan.query.set_op is None:
+        return None
+    if branch < plan.query.left_branches:
+        return exp.Literal.number(1)
+    return exp.cast(exp.null(), exp.DataType.build("int"))
+
+
+def _sum_of(
+    plan: Plan,
+    parts: Sequence[tuple[int, exp.Select]],
+    extra: Sequence[str] = (),
+    by_side: bool = False,
+) -> exp.Select:
+    """`SELECT keys FROM (part UNION ALL part ..) GROUP BY keys`, each part (with its branch
+    number) typed and marked by `_typed`; `by_side` also groups by the side: add the
+    aggregate."""
+    keys = [*plan.key_columns, *([plan.rules[0].arg_column] if by_side else [])]
+    typed = [_typed(plan, part, extra, side_marker(plan, n)) for n, part in parts]
+    union: exp.Expression = typed[0]
+    for part in typed[1:]:
         union = exp.union(union, part, distinct=False)
     select = exp.Select().from_(exp.alias_(exp.Subquery(this=union), "__ivm_branches"))
     select = select.select(*(col(k) for k in keys))
@@ -68,21 +111,25 @@ def _sum_of(plan: Plan, parts: Sequence[exp.Select], extra: Sequence[str] = ()) 
 
 
 def initial_select(plan: Plan, renderers: Sequence[TermRenderer], meta: str) -> exp.Expression:
-    """Every distinct row of all branches with its multiplicity, plus the metadata row."""
+    """Every distinct row of all branches with its multiplicity (and, for INTERSECT /
+    EXCEPT, its left operand's count), plus the metadata row."""
     keys = plan.key_columns
     parts = []
-    for branch, renderer in zip(plan.branches, renderers):
+    for n, (branch, renderer) in enumerate(zip(plan.branches, renderers)):
         term = full_term(branch.query)
-        parts.append(renderer.render(term, list(zip(keys, branch.keys)), with_weight=False))
+        parts.append((n, renderer.render(term, list(zip(keys, branch.keys)), with_weight=False)))
     rows = _sum_of(plan, parts)
     rows = rows.select(exp.alias_(template("COUNT(*)"), COUNT, quoted=True))
+    helpers = [name for rule in plan.rules for name in rule.initial()]
+    for rule in plan.rules:
+        rows = rows.select(*(exp.alias_(v, k, quoted=True) for k, v in rule.initial().items()))
     select = exp.Select().select(
         exp.alias_(exp.Literal.number(0), ROW, quoted=True),
         exp.alias_(exp.cast(exp.null(), exp.DataType.build("string")), META, quoted=True),
-        *(col(k) for k in [*keys, COUNT]),
+        *(col(k) for k in [*keys, COUNT, *helpers]),
     )
     select = select.from_(exp.alias_(exp.Subquery(this=rows), "__ivm_rows"))
-    return with_meta_row(select, meta, [*keys, COUNT])
+    return with_meta_row(select, meta, [*keys, COUNT, *helpers])
 
 
 def compacted_select(
@@ -90,16 +137,145 @@ def compacted_select(
     renderers: Sequence[TermRenderer],
     key_ranges: Sequence[Mapping[tuple[int, str], KeyRange]],
 ) -> exp.Select | None:
-    """The sum of the branches' compacted deltas, identical rows summed, zero weights
-    dropped (None when no branch's input changed)."""
+    """The sum of the branches' compacted deltas, identical rows (of one side, for
+    INTERSECT / EXCEPT) summed, zero weights dropped (None when no branch's input changed)."""
     parts = [
-        part
-        for branch, renderer, ranges in zip(plan.branches, renderers, key_ranges)
+        (n, part)
+        for n, (branch, renderer, ranges) in enumerate(zip(plan.branches, renderers, key_ranges))
         if (part := compacted_delta_select(branch, renderer, ranges)) is not None
     ]
     if not parts:
         return None
     w = col(WEIGHT)
-    summed = _sum_of(plan, parts, [WEIGHT])
+    summed = _sum_of(plan, parts, [WEIGHT], by_side=plan.query.set_op is not None)
     summed = summed.select(exp.alias_(template("SUM(:w)", w=w), WEIGHT, quoted=True))
     return summed.having(template("SUM(:w) <> 0", w=w))
+
+
+# ------------------------------------------------------------------------------------------------
+# analysis: which SELECTs a set operation combines, on which side
+# ------------------------------------------------------------------------------------------------
+
+
+def _name(node: exp.SetOperation) -> str:
+    kind = type(node).__name__.upper()
+    return kind if node.args.get("distinct") else f"{kind} ALL"
+
+
+def _a(name: str) -> str:
+    """`name` with its article ("a UNION ALL", "an EXCEPT")."""
+    return f"{'a' if name.startswith('UNION') else 'an'} {name}"
+
+
+def _leaves(node: exp.Expression, distinct: bool, model: str, within: str) -> list[exp.Select]:
+    """The SELECTs a UNION ALL (or UNION) chain combines, left to right. Where only the
+    presence of a row counts (`distinct`) any nested UNION ALL / UNION flattens; otherwise
+    only UNION ALL does. `within` names the enclosing operation for the refusals."""
+    if isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Query):
+        return _leaves(node.this, distinct, model, within)
+    if isinstance(node, exp.SetOperation):
+        if not isinstance(node, exp.Union):
+            raise UnsupportedQueryError(
+                model, f"{_name(node)} inside {_a(within)}", _fragment(node),
+                "Compute it in an ivm model of its own and read that model here.",
+            )  # fmt: skip
+        if node.args.get("distinct") and not distinct:
+            raise UnsupportedQueryError(model, f"a UNION inside {_a(within)}", _fragment(node))
+        for arg in ("limit", "offset", "order"):
+            if node.args.get(arg) is not None:
+                raise UnsupportedQueryError(
+                    model, f"{arg.upper()} on a branch of {_a(within)}", _fragment(node)
+                )
+        return [
+            *_leaves(node.this, distinct, model, within),
+            *_leaves(node.expression, distinct, model, within),
+        ]
+    if not isinstance(node, exp.Select):
+        raise UnsupportedQueryError(
+            model, f"{_a(within)} branch that is not a SELECT", _fragment(node)
+        )
+    return [node]
+
+
+def _operands(tree: exp.SetOperation, model: str) -> tuple[exp.Expression, list[exp.Expression]]:
+    """The left operand and the right operands of an INTERSECT / EXCEPT: a chain
+    `a EXCEPT b EXCEPT c` is `a EXCEPT (b UNION ALL c)` (also with ALL: max(max(a - b, 0) -
+    c, 0) = max(a - b - c, 0)); an INTERSECT has exactly two operands."""
+    left, rights = tree.this, [tree.expression]
+    while isinstance(left, exp.Except) and isinstance(tree, exp.Except):
+        if bool(left.args.get("distinct")) != bool(tree.args.get("distinct")):
+            raise UnsupportedQueryError(
+                model, f"{_name(left)} inside {_name(tree)}", _fragment(tree)
+            )
+        left, rights = left.this, [left.expression, *rights]
+    for side in (left, *rights):
+        inner = side.this if isinstance(side, exp.Subquery) and not side.alias else side
+        if isinstance(inner, (exp.Intersect, exp.Except)):
+            raise UnsupportedQueryError(
+                model, f"{_name(inner)} as an operand of {_name(tree)}", _fragment(inner),
+                "Compute that operand in an ivm model of its own and read that model here.",
+            )  # fmt: skip
+    return left, rights
+
+
+def analyze_set_operation(
+    tree: exp.SetOperation, sql: str, model: str, analyze_branch: Callable[[str], Query]
+) -> Query:
+    """A UNION ALL / UNION / INTERSECT / EXCEPT of flat SELECTs: each branch analysed on its
+    own by `analyze_branch` (its SQL, with the set operation's CTEs)."""
+    distinct = bool(tree.args.get("distinct"))
+    name = _name(tree) if not isinstance(tree, exp.Union) else "UNION"
+    within = "UNION ALL" if isinstance(tree, exp.Union) and not distinct else name
+    for arg, construct in (("limit", "LIMIT"), ("offset", "OFFSET")):
+        if tree.args.get(arg) is not None:
+            raise UnsupportedQueryError(model, construct, _fragment(tree.args[arg]))
+    set_op: str | None = None
+    if isinstance(tree, exp.Union):
+        sides = [tree.this, tree.expression]
+        left_count = 0
+    elif isinstance(tree, (exp.Intersect, exp.Except)):
+        set_op = "intersect" if isinstance(tree, exp.Intersect) else "except"
+        left, rights = _operands(tree, model)
+        sides = [left, *rights]
+        left_count = len(_leaves(left, distinct, model, within))
+    else:
+        raise UnsupportedQueryError(model, f"set operation {_name(tree)}", _fragment(tree))
+    with_ = tree.args.get("with_")
+    branches: list[Query] = []
+    for leaf in [leaf for side in sides for leaf in _leaves(side, distinct, model, within)]:
+        branch = leaf.copy()
+        if with_ is not None:
+            branch.set("with_", with_.copy())
+        query = analyze_branch(branch.sql(dialect="spark"))
+        if query.is_aggregate or query.window_keys is not None or (query.distinct and not distinct):
+            raise UnsupportedQueryError(
+                model,
+                f"{_a(within)} branch that aggregates, is DISTINCT or computes window functions",
+                _fragment(leaf),
+                "Compute that branch in a model of its own (an ivm model) and read its relation.",
+            )
+        if branches and len(query.outputs) != len(branches[0].outputs):
+            raise UnsupportedQueryError(
+                model, f"{within} branches with different numbers of columns", _fragment(leaf)
+            )
+        branches.append(query)
+    notes = [n for b in branches for n in b.notes]
+    if tree.args.get("order"):
+        notes.append("ORDER BY ignored: a maintained relation has no row order")
+    return Query(
+        model=model,
+        sql=sql,
+        inputs=[inp for b in branches for inp in b.inputs],
+        steps=[],
+        where=None,
+        group_by=[],
+        aggregates=[],
+        outputs=[o.copy() for o in branches[0].outputs],
+        having=None,
+        distinct=distinct,
+        is_aggregate=False,
+        notes=list(dict.fromkeys(notes)),
+        branches=branches,
+        set_op=set_op,
+        left_branches=left_count,
+    )
