@@ -813,6 +813,58 @@ FAMILIES += [
     ),
 ]
 
+# --- bag states read as repeated rows (bag_input.py) -------------------------------------------
+FAMILIES += [
+    # A UNION ALL sub-query is a bag state; its parent joins (outer) and aggregates its rows,
+    # each stored row repeated its count times, in every version and in its change log.
+    Family(
+        "union_all_in_subquery",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select u.k, n.region, count(*) as n, sum(u.v) as total, min(u.v) as low
+        from (
+            select o.cust as k, o.amount as v from {{ source('base', 'orders') }} o
+            where o.status <> 'c'
+            union all
+            select c.nation, cast(c.credit as decimal(10,2)) from {{ source('base', 'customers') }} c
+        ) u
+        left join {{ source('base', 'nations') }} n on n.nid = u.k
+        group by u.k, n.region
+        """,
+    ),
+    # An ivm model over two bag-shaped ivm models: a plain SELECT (its duplicates are
+    # copies) and an EXCEPT ALL (l - r copies), joined.
+    Family(
+        "ivm_over_bags",
+        (ORDERS, CUSTOMERS),
+        """
+        select b.status, count(*) as n, sum(b.amount) as amount, count(e.k) as kept
+        from {{ ref('ivm_over_bags__orders') }} b
+        left join {{ ref('ivm_over_bags__except') }} e on e.k = b.cust
+        group by b.status
+        """,
+        upstream=(
+            (
+                "ivm_over_bags__orders",
+                "ivm",
+                """
+                select cust, status, amount from {{ source('base', 'orders') }}
+                where qty is null or qty > -20
+                """,
+            ),
+            (
+                "ivm_over_bags__except",
+                "ivm",
+                """
+                select cust as k from {{ source('base', 'orders') }}
+                except all
+                select nation from {{ source('base', 'customers') }}
+                """,
+            ),
+        ),
+    ),
+]
+
 # --- INTERSECT / EXCEPT: a count per operand and row (union.py) ---------------------------------
 FAMILIES += [
     # EXCEPT of a UNION ALL chain: a row is shown while the left operand has it and the right

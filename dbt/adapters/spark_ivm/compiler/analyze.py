@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dbt.adapters.spark_ivm.compiler import union, window
+from dbt.adapters.spark_ivm.compiler import bag_input, union, window
 from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
@@ -94,7 +94,7 @@ def _check_constructs(tree: exp.Expression, model: str) -> None:
     checks: list[tuple[type[exp.Expression], str]] = [
         (
             exp.SetOperation,
-            "UNION ALL / INTERSECT ALL / EXCEPT ALL inside a query (maintained as a whole model: make it a model of its own)",
+            "a set operation inside an expression (one is maintained as a whole model or as a sub-query in FROM)",
         ),
         (exp.Limit, "LIMIT"),
         (exp.Offset, "OFFSET"),
@@ -221,6 +221,7 @@ def analyze(
         return union.analyze_set_operation(
             tree, sql, model, lambda branch: analyze(branch, model, schemas, default_db)
         )
+    weights = bag_input.strip_bag_views(tree, lambda t: relation_key(t, default_db))
     _check_constructs(tree, model)
     tree = unfilter(normalise(tree, model, schemas, default_db), model)
     if tree.args.get("with_"):
@@ -302,6 +303,7 @@ def analyze(
         is_aggregate=is_aggregate,
         notes=notes,
         window_keys=window.partition_keys(outputs) if window.windows_of(tree) else None,
+        weights={r: c for r, c in weights.items() if any(i.relation == r for i in inputs)},
     )
     _check_column_types(query)
     return query

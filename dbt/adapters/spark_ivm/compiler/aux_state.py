@@ -98,6 +98,9 @@ def split(the_plan: Plan) -> AuxSplit | str:
         return "not an aggregate"
     if len(query.inputs) < 2 or any(s.kind is not JoinKind.INNER for s in query.steps):
         return "not an aggregate over inner joins"
+    if query.weights:
+        # its SQL would read the state table, not the repeated rows of its view
+        return "an input is a state of repeated rows"
     dim = query.inputs[-1]
     facts = query.inputs[:-1]
     fact_aliases = {f.alias for f in facts}

@@ -92,6 +92,8 @@ class Query:
     # and how many of `branches` form its left operand (the rest are the right one)
     set_op: str | None = None
     left_branches: int = 0
+    # Inputs that are bag states (`bag_input.py`): relation -> copies of each stored row
+    weights: dict[str, exp.Expression] = field(default_factory=dict)
 
     @property
     def relations(self) -> list[str]:
@@ -133,6 +135,10 @@ class Query:
         read: dict[str, set[str]] = {}
         for inp in self.inputs:
             read.setdefault(inp.relation, set()).update(by_alias.get(inp.alias, set()))
+        for relation, copies in self.weights.items():
+            read.setdefault(relation, set()).update(
+                c.name.lower() for c in copies.find_all(exp.Column)
+            )
         return {
             relation: [c for c, _ in self.columns_of(relation) if c.lower() in names]
             for relation, names in read.items()

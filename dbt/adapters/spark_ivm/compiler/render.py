@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler import bag_input
 from dbt.adapters.spark_ivm.compiler.aggregates import (
     COUNT,
     RECOMPUTE_FLAG,
@@ -77,9 +78,16 @@ class Versions:
 
 
 def leaf_at(query: Query, versions: Versions | None):
-    """A LeafRenderer reading inputs at pinned snapshots (or the live table when None)."""
+    """A LeafRenderer reading inputs at pinned snapshots (or the live table when None); an
+    input that is a bag state repeats each row as its view does (`bag_input.py`)."""
 
     def leaf(index: int, version: str) -> exp.Expression:
+        relation = query.inputs[index].relation
+        body = rows(index, version)
+        copies = query.weights.get(relation)
+        return body if copies is None else bag_input.repeated(body, copies)
+
+    def rows(index: int, version: str) -> exp.Expression:
         relation = query.inputs[index].relation
         if version == DELTA:
             body = exp.Select().select(exp.Star()).from_(table(versions.logs[relation]))

@@ -48,10 +48,10 @@ def stage_target(target: Target, index: int) -> Target:
 
 def is_stage(select: exp.Expression) -> bool:
     """Does this SELECT keep a state of its own: it groups, aggregates, is DISTINCT or
-    computes window functions (`window.py`), or is a UNION, INTERSECT or EXCEPT of distinct
-    rows (`union.py`; the bag state of a UNION ALL, INTERSECT ALL or EXCEPT ALL cannot be read
-    as a plain table by its parent)."""
-    if isinstance(select, exp.SetOperation) and select.args.get("distinct"):
+    computes window functions (`window.py`), or is a set operation (`union.py`; the parent
+    reads the bag state of a UNION ALL, INTERSECT ALL or EXCEPT ALL as repeated rows,
+    `bag_input.py`)."""
+    if isinstance(select, exp.SetOperation):
         return True
     if not isinstance(select, exp.Select):
         return False

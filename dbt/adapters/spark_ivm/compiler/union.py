@@ -278,4 +278,5 @@ def analyze_set_operation(
         branches=branches,
         set_op=set_op,
         left_branches=left_count,
+        weights={r: c for b in branches for r, c in b.weights.items()},
     )
