@@ -20,6 +20,7 @@ from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.facts import Target, describe_columns, table_properties
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
+from dbt.adapters.spark_ivm.embedded import is_local_master
 
 logger = AdapterLogger("spark_ivm")
 
@@ -38,6 +39,7 @@ class _ConnectionExecutor:
 
     def __init__(self, adapter: Any) -> None:
         self.adapter = adapter
+        self._checkpointed: dict[str, Any] = {}  # scratch view -> its rows' JVM RDD
 
     def execute(self, statement: str) -> None:
         self.adapter.connections.add_query(statement, auto_begin=False)
@@ -60,6 +62,36 @@ class _ConnectionExecutor:
         name = ".".join(quote(part) for part in ["spark_catalog", *relation.split("."), "changes"])
         spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
         return True
+
+    def scratch_view(self, select: str, view_name: str) -> bool:
+        """Session method only: compute `select` into the session's block store and name it
+        `view_name`. A `CACHE TABLE` view keeps its query's text: every statement that reads
+        it parses and analyses the whole query again before it finds the cached rows, which
+        for a delta over several states is a 40 KB query and seconds per read. A local
+        checkpoint's plan is its rows."""
+        credentials = self.adapter.config.credentials
+        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
+            return False
+        from pyspark.sql import SparkSession  # session method: pyspark is installed
+
+        spark = SparkSession.builder.getOrCreate()
+        # On a cluster a lost executor loses checkpointed rows for good (a cached view
+        # recomputes them): there the CACHE TABLE path is kept.
+        if not is_local_master(spark.sparkContext.master):
+            return False
+        self.release_scratch_view(view_name)
+        rows = spark.sql(select).localCheckpoint(eager=True)
+        rows.createOrReplaceTempView(view_name)
+        self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
+        return True
+
+    def release_scratch_view(self, view_name: str) -> None:
+        plan = self._checkpointed.pop(view_name, None)
+        if plan is not None:
+            try:
+                plan.rdd().unpersist(False)
+            except Exception:  # noqa: BLE001, S110 - Spark's cleaner frees it later anyway
+                pass
 
 
 class IvmJinjaApi:

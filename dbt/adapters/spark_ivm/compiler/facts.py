@@ -47,6 +47,21 @@ class ChangelogReader(Protocol):
         ...
 
 
+@runtime_checkable
+class ScratchWriter(Protocol):
+    """An executor that can compute a scratch relation into a temp view whose plan is its
+    computed rows, not its query (the session method; `render.create_scratch_sql`)."""
+
+    def scratch_view(self, select: str, view_name: str) -> bool:
+        """Compute `select` now and expose its rows as `view_name`; False when this
+        connection cannot (then `CACHE TABLE .. AS` is used)."""
+        ...
+
+    def release_scratch_view(self, view_name: str) -> None:
+        """Free the rows `scratch_view` kept for `view_name` (after its view is dropped)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Target:
     """The model's relation and the names of its companions (same schema, clear suffixes)."""

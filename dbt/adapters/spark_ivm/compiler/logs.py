@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render
 from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
-from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader
+from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader, ScratchWriter
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
@@ -55,6 +55,11 @@ class LogWriter(FactsReader):
     def _compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
         """Compute a scratch relation (see `render.create_scratch_sql`)."""
         self.scratch.append(name)
+        if isinstance(self.executor, ScratchWriter):
+            start = time.monotonic()
+            if self.executor.scratch_view(sql(select), name):
+                self.timings.append((label, time.monotonic() - start))
+                return
         for statement in render.create_scratch_sql(name, select):
             self._run(label, statement)
 

@@ -36,6 +36,7 @@ from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFa
 from dbt.adapters.spark_ivm.compiler.facts import (
     FORMAT_VERSION,
     Head,
+    ScratchWriter,
     describe_columns,
 )
 from dbt.adapters.spark_ivm.compiler.logs import LogWriter
@@ -142,6 +143,8 @@ class Maintainer(LogWriter):
             view = self.scratch.pop()
             try:
                 self._run("drop scratch", render.drop_scratch_sql(view))
+                if isinstance(self.executor, ScratchWriter):
+                    self.executor.release_scratch_view(view)
             except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
                 self.log(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
 

@@ -283,7 +283,10 @@ def create_scratch_sql(name: str, select: exp.Expression) -> list[str]:
     scratch table cost a commit and a purge, about a second each, even for ten rows). Its
     exact in-memory size also lets Spark broadcast a small delta into the joins that read it.
     Should the cache be evicted, Spark recomputes the same rows: the plan reads pinned
-    snapshots only.
+    snapshots only. A cached view keeps its query's text, so each statement that reads it
+    parses and analyses that query again before it finds the cached rows; with a local Spark
+    the session method computes scratch relations as local checkpoints instead
+    (`jinja_api._ConnectionExecutor.scratch_view`), whose plan is their rows.
     """
     return [drop_scratch_sql(name), f"CACHE TABLE {sql(table(name))} AS {sql(select)}"]
 
