@@ -125,6 +125,10 @@ def test_a_bag_ivm_model_is_read_as_repeated_rows():
     assert query.columns_read()["db.up__ivm_state"] == ["__ivm_row__", "__ivm_k0", "__ivm_count__"]
     leaf = render.leaf_at(query, None)(0, "new").sql("spark")
     assert "ARRAY_REPEAT(0, CAST(`__ivm_b`.`__ivm_count__` AS INT))" in leaf, leaf
+    # a state read both repeated and as a plain table is not a weighted input: refused
+    mixed = f"select u.k, count(*) as n from ({view}) u join db.up__ivm_state s on s.__ivm_k0 = u.k group by u.k"
+    with pytest.raises(UnsupportedQueryError, match="an ivm model that keeps a bag of rows"):
+        analyze(mixed, "m", schemas, "db")
     # any other generator over a state is still refused by name
     other = view.replace("array_repeat(0, cast(__ivm_count__ as int))", "array(1, 2)")
     with pytest.raises(UnsupportedQueryError, match="an ivm model that keeps a bag of rows"):

@@ -56,6 +56,7 @@ def strip_bag_views(
     {"db.up__ivm_state": __ivm_count__}.
     """
     weights: dict[str, exp.Expression] = {}
+    repeats: dict[str, list[exp.Lateral]] = {}
     for lateral in list(tree.find_all(exp.Lateral)):
         select = lateral.parent
         source = select.args.get("from_") if isinstance(select, exp.Select) else None
@@ -68,9 +69,21 @@ def strip_bag_views(
             continue
         relation = relation_key(source.this)
         if relation in weights and weights[relation] != copies:
-            continue  # two readings that disagree: left for the refusal
-        weights[relation] = copies.copy()
-        lateral.pop()
+            weights[relation] = exp.null()  # two readings that disagree: left for the refusal
+            continue
+        weights.setdefault(relation, copies.copy())
+        repeats.setdefault(relation, []).append(lateral)
+    readings = [relation_key(t) for t in tree.find_all(exp.Table) if t.name]
+    for relation in list(weights):
+        # The repeat holds for every reading of the state or for none: an input is rendered
+        # by its relation, and a reading without the repeat would be repeated too.
+        if isinstance(weights[relation], exp.Null) or readings.count(relation) != len(
+            repeats[relation]
+        ):
+            del weights[relation]
+            continue
+        for lateral in repeats[relation]:
+            lateral.pop()
     return weights
 
 

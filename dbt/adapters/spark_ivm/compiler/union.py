@@ -36,9 +36,9 @@ times (INTERSECT ALL) or l - r times while positive (EXCEPT ALL). An operand may
 UNION ALL / UNION chain (its branches' counts add up), and `a EXCEPT b EXCEPT c` is
 `a EXCEPT (b UNION ALL c)` in every variant.
 
-Example: `select k from a except select k from b`, a = {1, 2}, b = {2}: state 1: (2, 1),
-2: (1, 1) -> shows 1. Delete 2 from b: delta of 2 is (count -1, l 0) -> (1, 1), r = 0 ->
-shows 1 and 2.
+Example: `select k from a except select k from b`, a = {1, 2}, b = {2}: state (count, l)
+of 1: (1, 1), of 2: (2, 1) -> shows 1. Delete 2 from b: delta of 2 is (count -1, l 0) ->
+(1, 1), r = 0 -> shows 1 and 2.
 """
 
 from __future__ import annotations
