@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler import render, stages
 from dbt.adapters.spark_ivm.compiler.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.explain import plan_lines
@@ -133,3 +133,30 @@ def test_a_bag_ivm_model_is_read_as_repeated_rows():
     other = view.replace("array_repeat(0, cast(__ivm_count__ as int))", "array(1, 2)")
     with pytest.raises(UnsupportedQueryError, match="an ivm model that keeps a bag of rows"):
         analyze(f"select u.k, count(*) as n from ({other}) u group by u.k", "m", schemas, "db")
+
+
+def test_a_set_operation_branch_that_aggregates_becomes_a_sub_query_state():
+    """A branch that aggregates (or is DISTINCT, or computes windows) is cut into a state
+    of its own, like a sub-query in FROM; the set operation then reads its view as a flat
+    branch (`stages.wrap_stage_branches`)."""
+    select = (
+        "select k, count(*) as n from t group by k "
+        "union all select k, y from u "
+        "union all select distinct k, 1 from u"
+    )
+    assert stages.needed(select)
+    assert not stages.needed("select k, x from t union all select k, y from u")
+    tree = stages.prepare(select, "m", SCHEMAS, "db")
+    cut = []
+    while (sub := stages.innermost(tree)) is not None:
+        cut.append(sub.alias)
+        k, n = sub.this.named_selects  # a state's view keeps the sub-query's names
+        stages.read_state(
+            sub,
+            f"select __ivm_k0 as `{k}`, __ivm_count__ as `{n}` from db.s__ivm_state "
+            "where __ivm_row__ = 0",
+        )
+    assert sorted(cut) == ["__ivm_u0", "__ivm_u2"]
+    state = [("__ivm_row__", "int"), ("__ivm_k0", "string"), ("__ivm_count__", "bigint")]
+    query = analyze(tree.sql("spark"), "m", {**SCHEMAS, "db.s__ivm_state": state}, "db")
+    assert len(query.branches) == 3 and not any(b.is_aggregate for b in query.branches)

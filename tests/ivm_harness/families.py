@@ -865,6 +865,36 @@ FAMILIES += [
     ),
 ]
 
+# --- set operations whose branches keep states of their own (stages.wrap_stage_branches) --------
+FAMILIES += [
+    # Aggregating branches are sub-query states; the UNION ALL reads their views.
+    Family(
+        "union_all_of_aggregates",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.cust as k, count(*) as n, sum(o.amount) as v
+        from {{ source('base', 'orders') }} o group by o.cust
+        union all
+        select c.nation, count(*), sum(cast(c.credit as decimal(10,2)))
+        from {{ source('base', 'customers') }} c group by c.nation
+        union all
+        select c.cid, 1, cast(c.credit as decimal(10,2))
+        from {{ source('base', 'customers') }} c where c.segment = 'a'
+        """,
+    ),
+    # EXCEPT of a grouped branch with HAVING and a DISTINCT branch.
+    Family(
+        "except_of_aggregate",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.status as s from {{ source('base', 'orders') }} o
+        group by o.status having count(*) > 1
+        except
+        select distinct c.segment from {{ source('base', 'customers') }} c where c.credit > 30
+        """,
+    ),
+]
+
 # --- INTERSECT / EXCEPT: a count per operand and row (union.py) ---------------------------------
 FAMILIES += [
     # EXCEPT of a UNION ALL chain: a row is shown while the left operand has it and the right

@@ -340,7 +340,7 @@ class ChainMaintainer:
     def _drop_stages(self, props: dict[str, str], keep: int) -> None:
         drop_stages(self.executor, self.target, props, keep)
 
-    def stage_tree(self) -> exp.Select:
+    def stage_tree(self) -> exp.Query:
         """The model's SELECT ready to be cut into sub-query states (`stages.prepare`), its
         result columns named as Spark names the model's own SELECT's (an unaliased
         `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""

@@ -78,6 +78,34 @@ def innermost(tree: exp.Expression) -> exp.Subquery | None:
     return None
 
 
+def set_leaves(tree: exp.Expression) -> list[exp.Select]:
+    """The SELECTs a set operation combines (a SELECT: itself), left to right; [] when a
+    branch is something else (analysis names it)."""
+    if isinstance(tree, exp.Subquery) and not tree.alias and isinstance(tree.this, exp.Query):
+        return set_leaves(tree.this)
+    if isinstance(tree, exp.SetOperation):
+        left, right = set_leaves(tree.this), set_leaves(tree.expression)
+        return [*left, *right] if left and right else []
+    return [tree] if isinstance(tree, exp.Select) else []
+
+
+def wrap_stage_branches(tree: exp.Expression) -> None:
+    """Each branch of a set operation that keeps a state of its own (it aggregates, is
+    DISTINCT or computes windows) becomes a sub-query input, `SELECT * FROM (branch)
+    __ivm_u<i>`, in place: cut like any other, it leaves a flat branch reading its state.
+
+    Example: `select k, count(*) from t group by k union all select k, 1 from u` -> the
+    first branch is `select * from (select k, count(*) from t group by k) __ivm_u0`."""
+    if not isinstance(tree, exp.SetOperation):
+        return
+    for index, leaf in enumerate(set_leaves(tree)):
+        if is_stage(leaf):
+            inner = exp.Subquery(
+                this=leaf.copy(), alias=exp.TableAlias(this=exp.to_identifier(f"__ivm_u{index}"))
+            )
+            leaf.replace(exp.Select().select(exp.Star()).from_(inner))
+
+
 def needed(compiled_sql: str) -> bool:
     """Does the model have a sub-query or CTE that keeps a state of its own? (Syntax only:
     no Spark statement, so a flat model pays nothing for the question.)"""
@@ -85,23 +113,32 @@ def needed(compiled_sql: str) -> bool:
         tree = sqlglot.parse_one(compiled_sql, dialect=DIALECT)
     except ParseError:
         return False  # analyze reports it
-    if not isinstance(tree, exp.Select):
+    leaves = set_leaves(tree)
+    if not leaves:
         return False
-    tree = inline_ctes(tree.copy())
-    if _candidates(tree) or semi_join.has_subquery_test(tree):
+    if isinstance(tree, exp.SetOperation) and any(is_stage(leaf) for leaf in leaves):
         return True
-    return any(scalar.is_scalar(s) for s in tree.find_all(exp.Subquery))
+    tree = inline_ctes(tree.copy())
+    for leaf in set_leaves(tree):
+        if _candidates(leaf) or semi_join.has_subquery_test(leaf):
+            return True
+        if any(scalar.is_scalar(s) for s in leaf.find_all(exp.Subquery)):
+            return True
+    return False
 
 
-def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) -> exp.Select:
-    """The model's SELECT, qualified, with its CTEs inlined at each use: ready to be cut
-    into states (`innermost`) from the inside out."""
+def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) -> exp.Query:
+    """The model's SELECT (or set operation), qualified, with its CTEs inlined at each use
+    and its branches that keep states wrapped as sub-queries: ready to be cut into states
+    (`innermost`) from the inside out."""
     tree = sqlglot.parse_one(compiled_sql, dialect=DIALECT)
-    if not isinstance(tree, exp.Select):
+    if not set_leaves(tree):
         raise UnsupportedQueryError(model, "a statement that is not a SELECT", compiled_sql[:120])
-    unbracket_joins(tree, model)
+    for leaf in set_leaves(tree):
+        unbracket_joins(leaf, model)
+    wrap_stage_branches(tree)
     tree = qualified(tree, model, schemas, default_db)
-    assert isinstance(tree, exp.Select)
+    assert isinstance(tree, exp.Query)
     tree = inline_ctes(tree)
     if semi_join.has_subquery_test(tree):
         annotate(tree, schemas)  # IN compares its sides by their types (`semi_join`)
@@ -138,10 +175,13 @@ def read_state(sub: exp.Subquery, view_select: str) -> None:
     sub.set("this", sqlglot.parse_one(view_select, dialect=DIALECT))
 
 
-def name_outputs(tree: exp.Select, names: list[str]) -> None:
-    """Alias the model's result columns with `names` (Spark's names for its own SELECT)."""
-    if len(names) != len(tree.expressions):
+def name_outputs(tree: exp.Query, names: list[str]) -> None:
+    """Alias the model's result columns with `names` (Spark's names for its own SELECT; of
+    a set operation: its first branch's)."""
+    leaves = set_leaves(tree)
+    if not leaves or len(names) != len(leaves[0].expressions):
         return  # analyze reports the mismatch
+    tree = leaves[0]
     tree.set(
         "expressions",
         [exp.alias_(e.unalias(), n, quoted=True) for e, n in zip(tree.expressions, names)],
