@@ -183,6 +183,20 @@ def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation
     )
 
 
+def test_not_in_with_a_constant_joins_a_one_row_state():
+    """`5 NOT IN (SELECT y ..)` reads no column of the outer row: whether 5 is in the
+    sub-query is a one-row state, MAX(1) (NULL when it is not), joined to every row (it
+    failed with a Python error, then as a LEFT JOIN without an equality)."""
+    from dbt.adapters.spark_ivm.compiler import stages
+
+    tree = stages.prepare(
+        "select t.k from t where 5 not in (select u.y from u)", "m", SCHEMAS, "db"
+    )
+    assert _state_bodies(tree)[0] == "SELECT MAX(1) AS k0 FROM db.u AS u WHERE u.y = 5"
+    assert "JOIN (SELECT 1 AS k0 FROM db.v) AS ivm_semi0 ON TRUE" in tree.sql("spark")
+    assert "LEFT JOIN" not in tree.sql("spark")
+
+
 def test_in_compares_a_string_with_a_number_as_text_like_spark():
     """Spark's IN casts a string and a number to STRING ('1.0' IN (SELECT 1) is false); a
     join equality would cast the string to a number ('1.0' = 1 is true). The rewrite's

@@ -583,6 +583,8 @@ FAMILIES: list[Family] = [
         from {{ source('base', 'orders') }} o
         where o.status not in (select n.nname from {{ source('base', 'nations') }} n
                                where n.region = 'b' and n.nid = 1)
+          and 2 not in (select n.nid from {{ source('base', 'nations') }} n
+                        where n.region = 'a')
         """,
     ),
     Family(

@@ -185,6 +185,14 @@ def _not_in(test: exp.In, number: int, model: str) -> tuple[exp.Expression, exp.
     kept = exp.Case(ifs=[exp.If(this=unmatched, true=exp.Literal.number(1))],
                     default=exp.Literal.number(0))  # fmt: skip
     condition = exp.GTE(this=kept, expression=flag)
+    if not on:
+        # `5 NOT IN (SELECT y ..)` reads no column of the outer row: whether 5 is in the
+        # sub-query is one row for every outer row, MAX(1) (NULL when it is not), joined
+        # as an inner join like a scalar sub-query (outer joins are maintained per key)
+        state = subquery.this
+        state.set("distinct", None)
+        state.set("expressions", [exp.alias_(exp.Max(this=exp.Literal.number(1)), "k0")])
+        return condition, exp.Join(this=subquery, on=exp.true())
     return condition, exp.Join(this=subquery, side="LEFT", on=exp.and_(*on))
 
 
