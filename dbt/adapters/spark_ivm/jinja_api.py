@@ -80,6 +80,8 @@ class _ConnectionExecutor:
         if not is_local_master(spark.sparkContext.master):
             return False
         self.release_scratch_view(view_name)
+        # dbt's log shows every statement it runs; this one runs beside it
+        logger.debug(f"spark_ivm: scratch view {view_name} as local checkpoint of: {select}")
         rows = spark.sql(select).localCheckpoint(eager=True)
         rows.createOrReplaceTempView(view_name)
         self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
