@@ -113,7 +113,7 @@ def _check_constructs(tree: exp.Expression, model: str) -> None:
     for lateral in tree.find_all(exp.Lateral):
         select = lateral.parent
         source = select.args.get("from_") if isinstance(select, exp.Select) else None
-        if source is not None and source.this.name.lower().endswith("__ivm_state"):
+        if source is not None and source.this.name.lower().endswith(bag_input.STATE_SUFFIX):
             raise UnsupportedQueryError(
                 model,
                 "reading an ivm model that keeps a bag of rows (a SELECT without GROUP BY or "

@@ -26,7 +26,9 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-STATE_SUFFIX = "__ivm_state"
+from dbt.adapters.spark_ivm.compiler.templates import template
+from dbt.adapters.spark_ivm.compiler.upstream import STATE_SUFFIX
+
 _REPEATED = "__ivm_b"
 
 
@@ -87,24 +89,22 @@ def strip_bag_views(
     return weights
 
 
-def repeated(body: exp.Expression, copies: exp.Expression) -> exp.Expression:
-    """A leaf (`body`: a table or a sub-query of a state's rows, or of its log) with every
-    row repeated `copies` times: the rows the state's view shows."""
-    lateral = exp.Lateral(
-        this=exp.Explode(
-            this=exp.Anonymous(
-                this="ARRAY_REPEAT",
-                expressions=[
-                    exp.Literal.number(0),
-                    exp.cast(_qualified(copies), exp.DataType.build("int")),
-                ],
-            )
-        ),
+def repeat_lateral(copies: exp.Expression) -> exp.Lateral:
+    """`LATERAL VIEW EXPLODE(ARRAY_REPEAT(0, CAST(copies AS INT))) __ivm_rep AS __ivm_i`: the
+    repeat of a bag state's view (`render.view_select`), which `strip_bag_views` reads back."""
+    return exp.Lateral(
+        this=template("EXPLODE(ARRAY_REPEAT(0, CAST(:c AS INT)))", c=copies),
         view=True,
         alias=exp.TableAlias(
             this=exp.to_identifier("__ivm_rep"), columns=[exp.to_identifier("__ivm_i")]
         ),
     )
+
+
+def repeated(body: exp.Expression, copies: exp.Expression) -> exp.Expression:
+    """A leaf (`body`: a table or a sub-query of a state's rows, or of its log) with every
+    row repeated `copies` times: the rows the state's view shows."""
+    lateral = repeat_lateral(_qualified(copies))
     source = (
         body
         if isinstance(body, exp.Subquery)

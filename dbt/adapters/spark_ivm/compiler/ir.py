@@ -88,7 +88,7 @@ class Query:
     # UNION ALL / UNION (`union.py`): the flat branches, each a query of its own; then
     # `inputs` lists every branch's inputs and `outputs` are the first branch's.
     branches: list[Query] = field(default_factory=list)
-    # INTERSECT / EXCEPT (`set_operation.py`): "intersect" or "except" (None for a UNION),
+    # INTERSECT / EXCEPT (`union.py`): "intersect" or "except" (None for a UNION),
     # and how many of `branches` form its left operand (the rest are the right one)
     set_op: str | None = None
     left_branches: int = 0

@@ -443,14 +443,7 @@ def view_select(plan: Plan, state: str) -> str:
 
 
 def _bag_view(select: exp.Select, copies: exp.Expression) -> str:
-    lateral = exp.Lateral(
-        this=template("EXPLODE(ARRAY_REPEAT(0, CAST(:c AS INT)))", c=copies.copy()),
-        view=True,
-        alias=exp.TableAlias(
-            this=exp.to_identifier("__ivm_rep"), columns=[exp.to_identifier("__ivm_i")]
-        ),
-    )
-    return sql(select.lateral(lateral))
+    return sql(select.lateral(bag_input.repeat_lateral(copies)))
 
 
 def probe_select(query: Query, nodes: list[exp.Expression]) -> str:

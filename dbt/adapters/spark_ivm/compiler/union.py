@@ -224,8 +224,7 @@ def analyze_set_operation(
     """A UNION ALL / UNION / INTERSECT / EXCEPT of flat SELECTs: each branch analysed on its
     own by `analyze_branch` (its SQL, with the set operation's CTEs)."""
     distinct = bool(tree.args.get("distinct"))
-    name = _name(tree) if not isinstance(tree, exp.Union) else "UNION"
-    within = "UNION ALL" if isinstance(tree, exp.Union) and not distinct else name
+    within = _name(tree)  # UNION, UNION ALL, INTERSECT, EXCEPT ALL, ..
     for arg, construct in (("limit", "LIMIT"), ("offset", "OFFSET")):
         if tree.args.get(arg) is not None:
             raise UnsupportedQueryError(model, construct, _fragment(tree.args[arg]))
