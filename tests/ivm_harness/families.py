@@ -956,6 +956,81 @@ FAMILIES += [
     ),
 ]
 
+# --- nested set operations: each a sub-query state of its own (stages.wrap_stage_branches) -----
+FAMILIES += [
+    # (a INTERSECT ALL b) INTERSECT ALL c: the inner one is a bag state, read least(l, r) times.
+    Family(
+        "set_intersect_three",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+        intersect all
+        select c.nation, c.segment from {{ source('base', 'customers') }} c
+        intersect all
+        select n.nid, n.region from {{ source('base', 'nations') }} n
+        """,
+    ),
+    # (a EXCEPT (b INTERSECT c)) UNION ALL d: two states of distinct rows, the INTERSECT's
+    # read by the EXCEPT, the EXCEPT's by the UNION ALL.
+    Family(
+        "set_except_of_intersect",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        (
+            select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+            where o.qty > 0 or o.qty is null
+            except
+            (
+                select c.cid, c.segment from {{ source('base', 'customers') }} c
+                intersect
+                select n.nid, n.nname from {{ source('base', 'nations') }} n
+            )
+        )
+        union all
+        select c.nation, c.segment from {{ source('base', 'customers') }} c where c.credit > 0
+        """,
+    ),
+    # ((a EXCEPT ALL b) EXCEPT c) EXCEPT ALL d: a bag state (l - r copies) read by a
+    # distinct EXCEPT, whose state of distinct rows is read by an ALL form. (One chain of
+    # either form would differ: a row twice in a and once in b is kept.)
+    Family(
+        "set_except_mixed",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+        except all
+        select c.nation, c.segment from {{ source('base', 'customers') }} c where c.credit > 20
+        except
+        select n.nid, n.region from {{ source('base', 'nations') }} n where n.nname = 'a'
+        except all
+        select c.cid, c.segment from {{ source('base', 'customers') }} c where c.credit < -20
+        """,
+    ),
+    # a UNION inside a UNION ALL (a state of distinct rows), and a 3-operand INTERSECT.
+    Family(
+        "set_union_in_union_all",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select o.cust as k, o.status as s from {{ source('base', 'orders') }} o
+        where o.status <> 'b'
+        union all
+        (
+            select c.nation, c.segment from {{ source('base', 'customers') }} c
+            union
+            select n.nid, n.region from {{ source('base', 'nations') }} n
+        )
+        union all
+        (
+            select c.cid, c.segment from {{ source('base', 'customers') }} c
+            intersect
+            select o.cust, o.status from {{ source('base', 'orders') }} o
+            intersect
+            select n.nid, n.nname from {{ source('base', 'nations') }} n
+        )
+        """,
+    ),
+]
+
 # --- UNION ALL / UNION: one state fed by the sum of the branches' deltas (union.py) --------------
 FAMILIES += [
     # Branches with joins (inner and outer), WHERE, a relation read by two branches, and

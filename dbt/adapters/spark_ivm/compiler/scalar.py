@@ -40,9 +40,10 @@ NULL_ON_EMPTY: tuple[type[exp.Expression], ...] = (
 
 
 def is_scalar(node: exp.Expression) -> bool:
-    """A sub-query used as a value (not a FROM/JOIN input, not under EXISTS / IN)."""
+    """A sub-query used as a value (not a FROM/JOIN input, not under EXISTS / IN, not an
+    operand of a set operation: `(select k from b)` in `a except (select k from b)`)."""
     return isinstance(node, exp.Subquery) and not isinstance(
-        node.parent, (exp.From, exp.Join, exp.Exists, exp.In)
+        node.parent, (exp.From, exp.Join, exp.Exists, exp.In, exp.SetOperation)
     )
 
 

@@ -33,7 +33,7 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.schema import MappingSchema
 
-from dbt.adapters.spark_ivm.compiler import scalar, semi_join
+from dbt.adapters.spark_ivm.compiler import scalar, semi_join, union
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.facts import Target
 from dbt.adapters.spark_ivm.compiler.normalise import inline_ctes, qualified, unbracket_joins
@@ -89,21 +89,61 @@ def set_leaves(tree: exp.Expression) -> list[exp.Select]:
     return [tree] if isinstance(tree, exp.Select) else []
 
 
+def _is_root(op: exp.SetOperation, tree: exp.Expression) -> bool:
+    """Is `op` a whole set operation: the model's, a sub-query input's or a CTE's (not an
+    operand of another, nor one inside an expression, which analysis refuses)?"""
+    if op is tree or isinstance(op.parent, exp.CTE):
+        return True
+    return isinstance(op.parent, exp.Subquery) and op.parent.alias != "" and _is_input(op.parent)
+
+
+def _as_input(node: exp.Expression, alias: str) -> None:
+    """Replace `node` (in place) by `SELECT * FROM (node) <alias>`."""
+    inner = exp.Subquery(this=node.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    node.replace(exp.Select().select(exp.Star()).from_(inner))
+
+
+def _distinct_only(select: exp.Select) -> bool:
+    """Does `select` keep a state only because it is DISTINCT (no GROUP BY, aggregate or
+    window)?"""
+    plain = select.copy()
+    plain.set("distinct", None)
+    return bool(select.args.get("distinct")) and not is_stage(plain)
+
+
+def _wrap(op: exp.SetOperation, prefix: str = "__ivm_u", model_level: bool = False) -> None:
+    distinct = bool(op.args.get("distinct"))
+    for index, leaf in enumerate(union.operands(op)[0]):
+        if isinstance(leaf, exp.SetOperation):
+            # Its own operands first (they go with it into the sub-query), named apart from
+            # this level's for whoever reads the SQL: __ivm_u0_1 is operand 1 of __ivm_u0.
+            _wrap(leaf, f"{prefix}{index}_")
+            _as_input(leaf, f"{prefix}{index}")
+        elif is_stage(leaf) and (model_level or not (distinct and _distinct_only(leaf))):
+            # Under a distinct operation a DISTINCT branch counts as its plain rows (only a
+            # row's presence matters), which the flat rule reads; the model's own operation
+            # wraps it anyway, as it did when these set operations were first built (its
+            # SQL, and so its states, stay as they were).
+            _as_input(leaf, f"{prefix}{index}")
+
+
 def wrap_stage_branches(tree: exp.Expression) -> None:
-    """Each branch of a set operation that keeps a state of its own (it aggregates, is
-    DISTINCT or computes windows) becomes a sub-query input, `SELECT * FROM (branch)
-    __ivm_u<i>`, in place: cut like any other, it leaves a flat branch reading its state.
+    """Each operand of a set operation (the model's, a sub-query's in FROM or a CTE's) that
+    keeps a state of its own becomes a sub-query input, `SELECT * FROM (operand) __ivm_u<i>`
+    (i: its place among the operands), in place: cut like any other, it leaves a flat branch
+    reading its state's view. Such an operand is a branch that aggregates, is DISTINCT or
+    computes windows, or a set operation the flat rule does not combine
+    (`union.nested_operands`), whose own operands are wrapped first.
 
     Example: `select k, count(*) from t group by k union all select k, 1 from u` -> the
-    first branch is `select * from (select k, count(*) from t group by k) __ivm_u0`."""
-    if not isinstance(tree, exp.SetOperation):
-        return
-    for index, leaf in enumerate(set_leaves(tree)):
-        if is_stage(leaf):
-            inner = exp.Subquery(
-                this=leaf.copy(), alias=exp.TableAlias(this=exp.to_identifier(f"__ivm_u{index}"))
-            )
-            leaf.replace(exp.Select().select(exp.Star()).from_(inner))
+    first branch is `select * from (select k, count(*) from t group by k) __ivm_u0`;
+    `select k from a intersect select k from b intersect select k from c` -> `select * from
+    (select k from a intersect select k from b) __ivm_u0 intersect select k from c`: the
+    inner INTERSECT is a state (distinct rows) and the outer one a flat INTERSECT over its
+    view. An ALL form inside is a bag state, read as repeated rows (`bag_input.py`)."""
+    roots = [op for op in tree.find_all(exp.SetOperation) if _is_root(op, tree)]
+    for op in reversed(roots):  # inner ones first: an outer one moves copies of its operands
+        _wrap(op, model_level=op is tree)
 
 
 def needed(compiled_sql: str) -> bool:
@@ -116,7 +156,9 @@ def needed(compiled_sql: str) -> bool:
     leaves = set_leaves(tree)
     if not leaves:
         return False
-    if isinstance(tree, exp.SetOperation) and any(is_stage(leaf) for leaf in leaves):
+    if isinstance(tree, exp.SetOperation) and (
+        any(is_stage(leaf) for leaf in leaves) or union.nested_operands(tree)
+    ):
         return True
     tree = inline_ctes(tree.copy())
     for leaf in set_leaves(tree):

@@ -39,6 +39,23 @@ UNION ALL / UNION chain (its branches' counts add up), and `a EXCEPT b EXCEPT c`
 Example: `select k from a except select k from b`, a = {1, 2}, b = {2}: state (count, l)
 of 1: (1, 1), of 2: (2, 1) -> shows 1. Delete 2 from b: delta of 2 is (count -1, l 0) ->
 (1, 1), r = 0 -> shows 1 and 2.
+
+Any other nested set operation (`nested_operands`: a third INTERSECT operand, an INTERSECT
+or EXCEPT as an operand or inside a UNION, an EXCEPT ALL link of an EXCEPT chain or the
+other way round, a UNION inside an ALL form) is a sub-query state of its own
+(`stages.wrap_stage_branches`), and the outer operation reads its view as a flat branch:
+
+    op(N, c) = op(view(state of N), c)
+
+exact because the state's relation is N after its refresh, and its change log is the
+parent's input delta (a bag state's rows repeated l - r / least(l, r) / count times,
+`bag_input.py`; a distinct state's filtered by its HAVING). Spark binds INTERSECT tighter
+than UNION / EXCEPT, and so does sqlglot's tree: `a UNION b INTERSECT c` is
+`a UNION (b INTERSECT c)`.
+
+Example: `a INTERSECT ALL b INTERSECT ALL c`, a = {1, 1, 1}, b = {1, 1}, c = {1, 1, 1}:
+state s0 of `a INTERSECT ALL b` holds 1 with (count 5, l 3): least(3, 2) = 2 copies; the
+model's state holds 1 with (count 5, l 2) and shows least(2, 3) = 2 copies.
 """
 
 from __future__ import annotations
@@ -167,81 +184,98 @@ def _a(name: str) -> str:
     return f"{'a' if name.startswith('UNION') else 'an'} {name}"
 
 
-def _leaves(node: exp.Expression, distinct: bool, model: str, within: str) -> list[exp.Select]:
-    """The SELECTs a UNION ALL (or UNION) chain combines, left to right. Where only the
+def _bare(node: exp.Expression) -> exp.Expression:
+    """`node` without the parentheses around it (an unaliased sub-query of a query)."""
+    while isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Query):
+        node = node.this
+    return node
+
+
+def _clauses(node: exp.Expression) -> list[str]:
+    """The clauses on a set operation that order or cut its rows (ORDER BY, LIMIT, OFFSET)."""
+    return [arg for arg in ("order", "limit", "offset") if node.args.get(arg) is not None]
+
+
+def _leaves(node: exp.Expression, distinct: bool) -> list[exp.Expression]:
+    """The operands a UNION ALL (or UNION) chain combines, left to right: its SELECTs, and
+    each set operation the flat rule does not combine (`nested_operands`). Where only the
     presence of a row counts (`distinct`) any nested UNION ALL / UNION flattens; otherwise
-    only UNION ALL does. `within` names the enclosing operation for the refusals."""
-    if isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Query):
-        return _leaves(node.this, distinct, model, within)
-    if isinstance(node, exp.SetOperation):
-        if not isinstance(node, exp.Union):
-            raise UnsupportedQueryError(
-                model, f"{_name(node)} inside {_a(within)}", _fragment(node),
-                "Compute it in an ivm model of its own and read that model here.",
-            )  # fmt: skip
-        if node.args.get("distinct") and not distinct:
-            raise UnsupportedQueryError(model, f"a UNION inside {_a(within)}", _fragment(node))
-        for arg in ("limit", "offset", "order"):
-            if node.args.get(arg) is not None:
-                raise UnsupportedQueryError(
-                    model, f"{arg.upper()} on a branch of {_a(within)}", _fragment(node)
-                )
-        return [
-            *_leaves(node.this, distinct, model, within),
-            *_leaves(node.expression, distinct, model, within),
-        ]
-    if not isinstance(node, exp.Select):
-        raise UnsupportedQueryError(
-            model, f"{_a(within)} branch that is not a SELECT", _fragment(node)
-        )
-    return [node]
+    only UNION ALL does (a UNION inside a UNION ALL counts a row once, whatever its
+    branches' counts)."""
+    inner = _bare(node)
+    if (
+        isinstance(inner, exp.Union)
+        and (distinct or not inner.args.get("distinct"))
+        and not _clauses(inner)
+    ):
+        return [*_leaves(inner.this, distinct), *_leaves(inner.expression, distinct)]
+    return [inner]
 
 
-def _operands(tree: exp.SetOperation, model: str) -> tuple[exp.Expression, list[exp.Expression]]:
-    """The left operand and the right operands of an INTERSECT / EXCEPT: a chain
-    `a EXCEPT b EXCEPT c` is `a EXCEPT (b UNION ALL c)` (also with ALL: max(max(a - b, 0) -
-    c, 0) = max(a - b - c, 0)); an INTERSECT has exactly two operands."""
+def operands(tree: exp.SetOperation) -> tuple[list[exp.Expression], int]:
+    """The operands the flat rule combines into one state, left operand's first, and how
+    many of them are on the left (0 for a UNION): SELECTs, or set operations it cannot
+    combine, which `stages.wrap_stage_branches` makes sub-query states of their own.
+
+    A UNION chain is one operand list. An INTERSECT / EXCEPT has a left operand and a right
+    one, each a UNION chain; an EXCEPT chain `a EXCEPT b EXCEPT c` is `a EXCEPT (b UNION ALL
+    c)` when every link is the same form (with ALL: max(max(a - b, 0) - c, 0) = max(a - b -
+    c, 0)). Anything else is nested: the left operand of a 3-operand INTERSECT (`a INTERSECT
+    b INTERSECT c` is `(a INTERSECT b) INTERSECT c`), an EXCEPT ALL link of an EXCEPT chain,
+    an INTERSECT / EXCEPT inside a UNION or as an operand, a UNION inside an ALL form."""
+    distinct = bool(tree.args.get("distinct"))
+    if isinstance(tree, exp.Union):  # its own ORDER BY / LIMIT is the model's, not a branch's
+        return [*_leaves(tree.this, distinct), *_leaves(tree.expression, distinct)], 0
     left, rights = tree.this, [tree.expression]
-    while isinstance(left, exp.Except) and isinstance(tree, exp.Except):
-        if bool(left.args.get("distinct")) != bool(tree.args.get("distinct")):
-            raise UnsupportedQueryError(
-                model, f"{_name(left)} inside {_name(tree)}", _fragment(tree)
-            )
+    while (
+        isinstance(tree, exp.Except)
+        and isinstance(left, exp.Except)
+        and bool(left.args.get("distinct")) == distinct
+        and not _clauses(left)
+    ):
         left, rights = left.this, [left.expression, *rights]
-    for side in (left, *rights):
-        inner = side.this if isinstance(side, exp.Subquery) and not side.alias else side
-        if isinstance(inner, (exp.Intersect, exp.Except)):
-            raise UnsupportedQueryError(
-                model, f"{_name(inner)} as an operand of {_name(tree)}", _fragment(inner),
-                "Compute that operand in an ivm model of its own and read that model here.",
-            )  # fmt: skip
-    return left, rights
+    lefts = _leaves(left, distinct)
+    return [*lefts, *(leaf for right in rights for leaf in _leaves(right, distinct))], len(lefts)
+
+
+def nested_operands(tree: exp.SetOperation) -> list[exp.SetOperation]:
+    """The set operations among `tree`'s operands (`operands`): each is maintained as a
+    sub-query state of its own, and `tree` reads it as a flat branch over its view."""
+    return [leaf for leaf in operands(tree)[0] if isinstance(leaf, exp.SetOperation)]
 
 
 def analyze_set_operation(
     tree: exp.SetOperation, sql: str, model: str, analyze_branch: Callable[[str], Query]
 ) -> Query:
     """A UNION ALL / UNION / INTERSECT / EXCEPT of flat SELECTs: each branch analysed on its
-    own by `analyze_branch` (its SQL, with the set operation's CTEs)."""
+    own by `analyze_branch` (its SQL, with the set operation's CTEs). A nested set operation
+    the flat rule does not combine reaches here as a sub-query state's view
+    (`stages.wrap_stage_branches`); left in place, it is refused by name."""
     distinct = bool(tree.args.get("distinct"))
     within = _name(tree)  # UNION, UNION ALL, INTERSECT, EXCEPT ALL, ..
     for arg, construct in (("limit", "LIMIT"), ("offset", "OFFSET")):
         if tree.args.get(arg) is not None:
             raise UnsupportedQueryError(model, construct, _fragment(tree.args[arg]))
-    set_op: str | None = None
-    if isinstance(tree, exp.Union):
-        sides = [tree.this, tree.expression]
-        left_count = 0
-    elif isinstance(tree, (exp.Intersect, exp.Except)):
-        set_op = "intersect" if isinstance(tree, exp.Intersect) else "except"
-        left, rights = _operands(tree, model)
-        sides = [left, *rights]
-        left_count = len(_leaves(left, distinct, model, within))
-    else:
+    if not isinstance(tree, (exp.Union, exp.Intersect, exp.Except)):
         raise UnsupportedQueryError(model, f"set operation {_name(tree)}", _fragment(tree))
+    set_op = {exp.Intersect: "intersect", exp.Except: "except"}.get(type(tree))
+    leaves, left_count = operands(tree)
     with_ = tree.args.get("with_")
     branches: list[Query] = []
-    for leaf in [leaf for side in sides for leaf in _leaves(side, distinct, model, within)]:
+    for leaf in leaves:
+        if isinstance(leaf, exp.SetOperation):
+            clauses = _clauses(leaf) if isinstance(leaf, exp.Union) else []
+            construct = (
+                f"{clauses[0].upper()} on a branch of {_a(within)}"
+                if clauses
+                else f"{_a(_name(leaf))} as an operand of {_a(within)}"
+            )
+            # `stages.wrap_stage_branches` makes it a sub-query state before analysis
+            raise UnsupportedQueryError(model, construct, _fragment(leaf))
+        if not isinstance(leaf, exp.Select):
+            raise UnsupportedQueryError(
+                model, f"{_a(within)} branch that is not a SELECT", _fragment(leaf)
+            )
         branch = leaf.copy()
         if with_ is not None:
             branch.set("with_", with_.copy())
