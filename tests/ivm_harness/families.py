@@ -186,6 +186,29 @@ FAMILIES: list[Family] = [
         having count(*) filter (where i > 0 or x is null) > 0 or max(x) is null
         """,
     ),
+    # --- variance and stddev from shifted moment sums (aggregates/moments.py) --------------------
+    Family(
+        "agg_moments",
+        (T1,),
+        """
+        select k1, var_pop(x) as vp_x, var_samp(x) as vs_x, stddev_pop(d) as sp_d,
+               stddev(i) as ss_i, variance(b) as v_b, std(x) filter (where flag) as st_x,
+               mean(x) as mean_x, count(*) as n
+        from {{ source('base', 't1') }}
+        group by k1
+        having count(*) > 1 or var_pop(i) is null
+        """,
+    ),
+    Family(
+        "left_join_moments",
+        (CUSTOMERS, ORDERS),
+        """
+        select var_samp(o.weight) as vs_w, stddev_pop(o.amount) as sp_amount,
+               stddev_samp(c.credit + o.qty) as ss_mix, count(*) as n
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o on o.cust = c.cid
+        """,
+    ),
     # --- expressions before aggregation ----------------------------------------------------------
     Family(
         "agg_arg_exprs",

@@ -20,6 +20,8 @@ from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_ivm.compiler import bag_input, union, window
 from dbt.adapters.spark_ivm.compiler.aggregates.filtered import unfilter
+from dbt.adapters.spark_ivm.compiler.aggregates.moments import moment_variant
+from dbt.adapters.spark_ivm.compiler.dialect import any_as_bool_or
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.ir import (
@@ -84,7 +86,7 @@ def _parse(sql: str, model: str) -> exp.Expression:
         raise UnsupportedQueryError(model, "SQL that sqlglot cannot parse", str(e)[:200]) from e
     if len(statements) != 1:
         raise UnsupportedQueryError(model, "more than one statement", f"{len(statements)} found")
-    return statements[0]
+    return any_as_bool_or(statements[0])
 
 
 def _check_constructs(tree: exp.Expression, model: str) -> None:
@@ -190,6 +192,11 @@ def _aggregate_of(call: exp.Expression, model: str) -> Aggregate:
     for cls, kind in simple.items():
         if type(call) is cls and not call.args.get("expressions"):
             return Aggregate(kind, call, arg)
+    if moment_variant(call) is not None:
+        args = call.expressions if isinstance(call, exp.Anonymous) else [arg]
+        extra = not isinstance(call, exp.Anonymous) and call.args.get("expressions")
+        if len(args) == 1 and args[0] is not None and not extra:
+            return Aggregate(AggKind.MOMENT, call, args[0])
     return Aggregate(AggKind.RECOMPUTE, call, None)
 
 

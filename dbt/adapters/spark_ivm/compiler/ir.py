@@ -54,6 +54,7 @@ class AggKind(str, Enum):
     AVG = "avg"
     MIN = "min"
     MAX = "max"
+    MOMENT = "moment"  # variance and stddev (`aggregates/moments.py`)
     RECOMPUTE = "recompute"
 
 

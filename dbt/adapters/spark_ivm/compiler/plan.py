@@ -92,7 +92,10 @@ class Plan:
 
     @property
     def may_recompute(self) -> bool:
-        return any(rule.needs_recompute("s", "d") is not None for rule in self.rules)
+        return any(
+            rule.needs_recompute("s", "d") is not None or rule.joined_flag("j") is not None
+            for rule in self.rules
+        )
 
     def delta_projections(self) -> list[tuple[str, exp.Expression]]:
         """What each delta term selects before compaction: keys, aggregate arguments, and

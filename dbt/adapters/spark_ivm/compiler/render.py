@@ -235,6 +235,12 @@ def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> e
     `compacted` is the compacted delta's SELECT, or a scratch view holding it."""
     w = col(WEIGHT)
     source = table(compacted) if isinstance(compacted, str) else exp.Subquery(this=compacted)
+    keys = [col(n) for n in plan.key_columns]
+    per_row = {n: v for rule in plan.rules for n, v in rule.row_values(keys).items()}
+    if per_row:
+        rows = exp.Select().select(exp.Star()).from_(exp.alias_(source, "__ivm_rows0", table=True))
+        rows = rows.select(*(exp.alias_(v, n, quoted=True) for n, v in per_row.items()))
+        source = exp.Subquery(this=rows)
     agg = exp.Select().from_(exp.alias_(source, "__ivm_rows", table=True))
     for name in plan.key_columns:
         agg = agg.select(col(name))
@@ -266,12 +272,26 @@ def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> e
             )
         )
     )
+    joined: list[str] = []
     for rule in plan.rules:
         for name, node in rule.joined("s", "d").items():
             select = select.select(exp.alias_(node, name, quoted=True))
-    return select.from_(exp.alias_(exp.Subquery(this=agg), "d", table=True)).join(
+            joined.append(name)
+    select = select.from_(exp.alias_(exp.Subquery(this=agg), "d", table=True)).join(
         exp.alias_(table(state), "s", table=True), on=match, join_type="left"
     )
+    late = [f for r in plan.rules if (f := r.joined_flag("j")) is not None]
+    if not late:
+        return select
+    # flags over the folded values read them by name, one level up, so that their SQL is
+    # not repeated at every use
+    delta_columns = [*plan.key_columns, COUNT, *(n for r in plan.rules for n in r.delta(w))]
+    outer = exp.Select().select(*(col(c, "j") for c in delta_columns))
+    outer = outer.select(
+        exp.alias_(exp.or_(col(RECOMPUTE_FLAG, "j"), *late), RECOMPUTE_FLAG, quoted=True)
+    )
+    outer = outer.select(*(col(c, "j") for c in [MATCHED, NEW_COUNT, *joined]))
+    return outer.from_(exp.alias_(exp.Subquery(this=select), "j", table=True))
 
 
 def create_scratch_sql(name: str, select: exp.Expression) -> list[str]:

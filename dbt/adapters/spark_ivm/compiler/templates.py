@@ -11,7 +11,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-DIALECT = "spark"
+from dbt.adapters.spark_ivm.compiler.dialect import DIALECT
 
 
 @lru_cache(maxsize=512)

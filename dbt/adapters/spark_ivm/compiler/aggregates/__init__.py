@@ -4,7 +4,7 @@ weighted delta folds into them.
 Notation: a group's delta is the bag of changed input rows with weights w (+n inserted, -n
 deleted); `s` is the stored state row, `d` the aggregated delta row of the same group.
 Every rule is a small class in a module named for it (`counting`, `sums`, `extremes`,
-`recompute`); `rule_for` picks it. The group's row count `__ivm_count__`
+`moments`, `recompute`); `rule_for` picks it. The group's row count `__ivm_count__`
 (= count(*)) is kept by the plan itself: count' = s.count + sum(w); a group whose count
 reaches 0 is deleted.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.aggregates.counting import CountRule, CountStarRule
 from dbt.adapters.spark_ivm.compiler.aggregates.extremes import KEEP, ExtremeRule, keep_from_env
+from dbt.adapters.spark_ivm.compiler.aggregates.moments import MomentRule
 from dbt.adapters.spark_ivm.compiler.aggregates.recompute import RecomputeRule
 from dbt.adapters.spark_ivm.compiler.aggregates.rule import (
     COUNT,
@@ -33,6 +34,7 @@ __all__ = [
     "CountRule",
     "CountStarRule",
     "ExtremeRule",
+    "MomentRule",
     "RecomputeRule",
     "SumRule",
     "keep_from_env",
@@ -46,6 +48,7 @@ _RULES: dict[AggKind, type[AggregateRule]] = {
     AggKind.AVG: AvgRule,
     AggKind.MIN: ExtremeRule,
     AggKind.MAX: ExtremeRule,
+    AggKind.MOMENT: MomentRule,
     AggKind.RECOMPUTE: RecomputeRule,
 }
 

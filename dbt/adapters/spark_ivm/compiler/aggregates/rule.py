@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.ir import Aggregate
-from dbt.adapters.spark_ivm.compiler.templates import col
+from dbt.adapters.spark_ivm.compiler.templates import col, template
 
 COUNT = "__ivm_count__"
 RECOMPUTE_FLAG = "__ivm_recompute"
@@ -57,6 +57,11 @@ class AggregateRule:
         """Helper values over base rows (`GROUP BY` the keys): used to build the state."""
         raise NotImplementedError
 
+    def row_values(self, keys: list[exp.Expression]) -> dict[str, exp.Expression]:
+        """Columns added to each compacted delta row before it is aggregated (window
+        expressions over its group `keys`), for `delta` to read."""
+        return {}
+
     def delta(self, w: exp.Expression) -> dict[str, exp.Expression]:
         """Helper values over the weighted delta rows of a group."""
         raise NotImplementedError
@@ -72,6 +77,24 @@ class AggregateRule:
     def needs_recompute(self, s: str, d: str) -> exp.Expression | None:
         """When the group must be recomputed from the base tables (None: never)."""
         return None
+
+    def joined_flag(self, j: str) -> exp.Expression | None:
+        """When the group must be recomputed, judged from this rule's `joined` values read
+        by name from the row `j` (None: never). Cheaper than `needs_recompute` where the
+        condition reads the folded values many times: each use would repeat their SQL."""
+        return None
+
+    def or_recomputed(
+        self, column: str, d: str, value: exp.Expression, witness: str
+    ) -> exp.Expression:
+        """`column`'s recomputed value where the group was flagged and recomputed, else
+        `value`. `witness` is a helper recomputed as a COUNT: never NULL in a recomputed
+        group, NULL where no recompute joined the row."""
+        return template(
+            "CASE WHEN :flag AND :rc IS NOT NULL THEN :r ELSE :v END",
+            flag=col(RECOMPUTE_FLAG, d), rc=col(RECOMPUTED + witness, d),
+            r=col(RECOMPUTED + column, d), v=value,
+        )  # fmt: skip
 
     def recompute(self) -> dict[str, exp.Expression]:
         """Helper values recomputed over base rows of a flagged group."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.aggregates.rule import (
-    RECOMPUTE_FLAG,
-    RECOMPUTED,
     AggregateRule,
     decimal_type,
 )
@@ -253,19 +251,8 @@ class SumRule(AggregateRule):
             return None
         return exp.func("COALESCE", exp.Paren(this=flag), exp.false())
 
-    def _recomputed(self, d: str) -> exp.Expression:
-        """The group was flagged and recomputed (its recomputed COUNT is never NULL then)."""
-        return template(
-            ":flag AND :rc IS NOT NULL",
-            flag=col(RECOMPUTE_FLAG, d),
-            rc=col(RECOMPUTED + self.name("nn"), d),
-        )
-
     def _or_recomputed(self, column: str, d: str, value: exp.Expression) -> exp.Expression:
-        return template(
-            "CASE WHEN :rc THEN :r ELSE :v END",
-            rc=self._recomputed(d), r=col(RECOMPUTED + column, d), v=value,
-        )  # fmt: skip
+        return self.or_recomputed(column, d, value, witness=self.name("nn"))
 
     def merged(self, s: str, d: str) -> dict[str, exp.Expression]:
         total, nn = self.name("sum"), self.name("nn")
