@@ -118,6 +118,36 @@ class Plan:
         return out
 
 
+def _floating(dtype: str) -> bool:
+    return exp.DataType.build(dtype, dialect="spark").this in (
+        exp.DataType.Type.FLOAT,
+        exp.DataType.Type.DOUBLE,
+    )
+
+
+def bag_key(node: exp.Expression, dtype: str) -> exp.Expression:
+    """How a bag state keys an output of type `dtype`: floats and doubles by their text.
+
+    A bag repeats its rows as they are, -0.0 apart from 0.0, but Spark's grouping, joins and
+    `<=>` take the two for one value (and write 0.0): keyed by value, a bag state showed 0.0
+    where its SELECT shows -0.0, and an update from one to the other cancelled out of the
+    delta. The text keeps them apart and casts back exactly ('-0.0', 'NaN', 'Infinity').
+    DISTINCT, UNION and the set operations group as Spark does and stay keyed by value.
+
+    Example: `select x from t` over x = -0.0 keys '-0.0' and shows CAST('-0.0' AS DOUBLE).
+    """
+    if not _floating(dtype):
+        return node
+    return exp.cast(node, exp.DataType.build("string"))
+
+
+def shown_key(key: exp.Expression, dtype: str) -> exp.Expression:
+    """A bag state's key column as the output it keys (the inverse of `bag_key`)."""
+    if not _floating(dtype):
+        return key
+    return exp.cast(key, exp.DataType.build(dtype, dialect="spark"))
+
+
 def _replace(node: exp.Expression, mapping: dict[exp.Expression, exp.Expression]) -> exp.Expression:
     """Replace subtrees equal to a key of `mapping` (outermost first)."""
 
@@ -166,10 +196,24 @@ def plan(
         # the state of a bag (UNION ALL) or of distinct rows (UNION), fed by every branch
         shape = Shape.DISTINCT if query.distinct else Shape.BAG
         branches = [plan(b, output_columns, [], keep) for b in query.branches]
+        bag = shape is Shape.BAG and query.set_op is None
+        for branch in branches:
+            # a branch's rows are keyed as the union types them (`union._typed`): its outputs
+            # widened to the union's types first (a float branch of a double union widens as
+            # a float, not as its text), then, in a bag, as text (compacted by that text)
+            raw = [_unalias(o).copy() for o in branch.query.outputs]
+            branch.keys = [
+                bag_key(exp.cast(o, exp.DataType.build(t, dialect="spark")), t)
+                if bag and _floating(t)
+                else o
+                for o, t in zip(raw, types)
+            ]
         visible = [col(f"__ivm_k{i}") for i in range(len(outputs))]
         keys = [o.copy() for o in outputs]
         if query.set_op is not None:
             return _set_operation_plan(query, keys, names, types, visible, branches)
+        if shape is Shape.BAG:
+            visible = [shown_key(v, t) for v, t in zip(visible, types)]
         return Plan(query, shape, keys, [], names, types, visible, None, [], branches)
     if query.window_keys is not None:
         keys = [k.copy() for k in query.window_keys]
@@ -179,6 +223,9 @@ def plan(
         shape = Shape.DISTINCT if query.distinct else Shape.BAG
         keys = [o.copy() for o in outputs]
         visible = [col(f"__ivm_k{i}") for i in range(len(keys))]
+        if shape is Shape.BAG:
+            keys = [bag_key(k, t) for k, t in zip(keys, types)]
+            visible = [shown_key(v, t) for v, t in zip(visible, types)]
         return Plan(query, shape, keys, [], names, types, visible, None, list(arg_types))
 
     keys = [g.copy() for g in query.group_by]

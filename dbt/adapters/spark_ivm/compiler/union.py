@@ -69,7 +69,7 @@ from dbt.adapters.spark_ivm.compiler.delta import WEIGHT, TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.ir import Query
-from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, bag_key
 from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.render import (
     META,
@@ -91,6 +91,8 @@ def _typed(
     select = exp.Select().from_(exp.alias_(exp.Subquery(this=part), "__ivm_part"))
     for name, dtype in zip(plan.key_columns, plan.output_types):
         typed = exp.cast(col(name), exp.DataType.build(dtype, dialect="spark"))
+        if plan.shape is Shape.BAG and plan.query.set_op is None:
+            typed = bag_key(typed, dtype)  # a UNION ALL keeps -0.0 apart from 0.0
         select = select.select(exp.alias_(typed, name, quoted=True))
     select = select.select(*(col(c) for c in extra))
     if side is not None:
