@@ -192,11 +192,8 @@ def _aggregate_of(call: exp.Expression, model: str) -> Aggregate:
     for cls, kind in simple.items():
         if type(call) is cls and not call.args.get("expressions"):
             return Aggregate(kind, call, arg)
-    if moment_variant(call) is not None:
-        args = call.expressions if isinstance(call, exp.Anonymous) else [arg]
-        extra = not isinstance(call, exp.Anonymous) and call.args.get("expressions")
-        if len(args) == 1 and args[0] is not None and not extra:
-            return Aggregate(AggKind.MOMENT, call, args[0])
+    if moment_variant(call) is not None and arg is not None and not call.args.get("expressions"):
+        return Aggregate(AggKind.MOMENT, call, arg)
     return Aggregate(AggKind.RECOMPUTE, call, None)
 
 

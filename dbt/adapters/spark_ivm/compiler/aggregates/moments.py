@@ -31,14 +31,10 @@ _VARIANTS: dict[type[exp.Expression], tuple[bool, bool]] = {
     exp.StddevSamp: (False, True),
     exp.Stddev: (False, True),
 }
-#: Spark names sqlglot keeps as anonymous calls: `std` is stddev_samp.
-_ANONYMOUS = {"STD": (False, True)}
 
 
 def moment_variant(call: exp.Expression) -> tuple[bool, bool] | None:
     """(population, square root) of a variance/stddev call, None for any other call."""
-    if isinstance(call, exp.Anonymous):
-        return _ANONYMOUS.get(str(call.this).upper())
     return _VARIANTS.get(type(call))
 
 
