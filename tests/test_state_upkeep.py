@@ -231,6 +231,16 @@ def test_upkeep_decisions() -> None:
     with pytest.raises(ValueError):
         upkeep.expire_sql("db.m", "now'); DROP TABLE x; --")
     assert upkeep.parse_stats((4, "3", None, 10, "t")) == upkeep.StateStats(4, 3, None, 10, "t")
+    # Read without Spark (session method): nothing is due unless the SQL path could find
+    # something due, whatever the commit time it does not know.
+    summary = {"total-data-files": "3", "total-delete-files": "1", "total-files-size": "900"}
+    assert upkeep.from_summary(4, summary) == upkeep.StateStats(4, 3, 1, 900, None)
+    assert not upkeep.may_be_due(upkeep.from_summary(4, summary))
+    assert upkeep.may_be_due(upkeep.from_summary(upkeep.EXPIRE_AT, summary))
+    many_deletes = {**summary, "total-delete-files": str(upkeep.DELETE_FILE_THRESHOLD)}
+    assert upkeep.may_be_due(upkeep.from_summary(4, many_deletes))
+    assert not upkeep.may_be_due(upkeep.from_summary(4, {}))
+    assert upkeep.may_be_due(upkeep.from_summary(upkeep.EXPIRE_AT, {}))
 
 
 def test_upkeep_never_names_a_base_table() -> None:

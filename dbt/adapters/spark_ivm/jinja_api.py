@@ -7,6 +7,7 @@ plain dicts, so the macros stay thin: they decide nothing, they orchestrate.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from dbt.adapters.base import available
@@ -14,6 +15,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_ivm import session_metadata
 from dbt.adapters.spark_ivm.compiler import explain, fallback
 from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
@@ -63,21 +65,38 @@ class _ConnectionExecutor:
         spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
         return True
 
+    def _local_session(self) -> Any:
+        """The session dbt's statements run in, when this connection is the session method
+        (else None)."""
+        credentials = self.adapter.config.credentials
+        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
+            return None
+        from pyspark.sql import SparkSession  # session method: pyspark is installed
+
+        return SparkSession.builder.getOrCreate()
+
+    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
+        spark = self._local_session()
+        return None if spark is None else session_metadata.heads(spark, relations)
+
+    def iceberg_metadata_json(self, location: str) -> str | None:
+        spark = self._local_session()
+        return None if spark is None else session_metadata.metadata_json(spark, location)
+
+    def iceberg_snapshot_totals(self, relation: str) -> tuple[int, dict[str, str]] | None:
+        spark = self._local_session()
+        return None if spark is None else session_metadata.snapshot_totals(spark, relation)
+
     def scratch_view(self, select: str, view_name: str) -> bool:
         """Session method only: compute `select` into the session's block store and name it
         `view_name`. A `CACHE TABLE` view keeps its query's text: every statement that reads
         it parses and analyses the whole query again before it finds the cached rows, which
         for a delta over several states is a 40 KB query and seconds per read. A local
         checkpoint's plan is its rows."""
-        credentials = self.adapter.config.credentials
-        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
-            return False
-        from pyspark.sql import SparkSession  # session method: pyspark is installed
-
-        spark = SparkSession.builder.getOrCreate()
+        spark = self._local_session()
         # On a cluster a lost executor loses checkpointed rows for good (a cached view
         # recomputes them): there the CACHE TABLE path is kept.
-        if not is_local_master(spark.sparkContext.master):
+        if spark is None or not is_local_master(spark.sparkContext.master):
             return False
         self.release_scratch_view(view_name)
         # dbt's log shows every statement it runs; this one runs beside it

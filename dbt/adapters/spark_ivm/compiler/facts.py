@@ -2,7 +2,8 @@
 
 The Maintainer (`refresh.py`) decides; this reads, every statement timed: the base tables'
 properties and schemas, their heads (current metadata file and snapshot, all bases in one
-statement) and metadata files, the state's committed metadata row, and the model's plan
+statement; in session mode through the driver's JVM, `MetadataReader`) and metadata files,
+the state's committed metadata row, and the model's plan
 (from Spark's DESCRIBEs, or from the facts the last commit recorded while every base keeps
 its schema). It also checks that the state can still be trusted (`base_tables`).
 """
@@ -60,6 +61,25 @@ class ScratchWriter(Protocol):
 
     def release_scratch_view(self, view_name: str) -> None:
         """Free the rows `scratch_view` kept for `view_name` (after its view is dropped)."""
+        ...
+
+
+@runtime_checkable
+class MetadataReader(Protocol):
+    """An executor that can read Iceberg table metadata without a Spark job (the session
+    method, `session_metadata.py`); each method returns None where it cannot, and the SQL
+    path is taken."""
+
+    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
+        """(current metadata file, current snapshot id) of each table, in order."""
+        ...
+
+    def iceberg_metadata_json(self, location: str) -> str | None:
+        """The JSON of the metadata file at `location`."""
+        ...
+
+    def iceberg_snapshot_totals(self, relation: str) -> tuple[int, dict[str, str]] | None:
+        """The table's snapshot count and its current snapshot's summary."""
         ...
 
 
@@ -191,8 +211,17 @@ class FactsReader:
         # operation) may not be visible to a cached entry until it is refreshed.
         for relation in relations:
             self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
-        rows = self._fetch("snapshot", base_tables.heads_sql(relations))
-        found = {int(row[0]): row for row in rows}
+        found: dict[int, tuple] = {}
+        read = None
+        if isinstance(self.executor, MetadataReader):
+            start = time.monotonic()
+            read = self.executor.iceberg_heads(relations)
+            self.timings.append(("snapshot", time.monotonic() - start))
+        if read is not None:
+            found = {i: (i, file, snapshot) for i, (file, snapshot) in enumerate(read)}
+        else:
+            rows = self._fetch("snapshot", base_tables.heads_sql(relations))
+            found = {int(row[0]): row for row in rows}
         heads: dict[str, Head] = {}
         for index, relation in enumerate(relations):
             row = found.get(index)
@@ -208,7 +237,15 @@ class FactsReader:
         if known is not None:
             return known
         try:
-            rows = self._fetch("metadata", base_tables.metadata_file_sql(head.metadata))
+            text = None
+            if isinstance(self.executor, MetadataReader):
+                start = time.monotonic()
+                text = self.executor.iceberg_metadata_json(head.metadata)
+                self.timings.append(("metadata", time.monotonic() - start))
+            if text is not None:
+                rows: list[tuple] = [(text,)]
+            else:
+                rows = self._fetch("metadata", base_tables.metadata_file_sql(head.metadata))
             parsed = base_tables.parse_metadata(head.metadata, rows)
         except Exception as e:
             raise BaseRelationError(

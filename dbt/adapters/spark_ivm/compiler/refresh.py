@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +37,7 @@ from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFa
 from dbt.adapters.spark_ivm.compiler.facts import (
     FORMAT_VERSION,
     Head,
+    MetadataReader,
     ScratchWriter,
     describe_columns,
 )
@@ -389,6 +391,12 @@ class Maintainer(LogWriter):
         run succeeds and the next refresh tries again."""
         state = self.target.state
         try:
+            if isinstance(self.executor, MetadataReader):
+                start = time.monotonic()
+                totals = self.executor.iceberg_snapshot_totals(state)
+                self.timings.append(("upkeep", time.monotonic() - start))
+                if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
+                    return
             stats = upkeep.parse_stats(self._fetch("upkeep", upkeep.stats_sql(state))[0])
             for label, statement in upkeep.statements(state, stats):
                 self._run(label, statement)

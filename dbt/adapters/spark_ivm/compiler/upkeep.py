@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -106,6 +106,29 @@ def parse_stats(row: Sequence) -> StateStats:
         total_bytes=number(row[3]),
         committed_at=None if row[4] is None else str(row[4]),
     )
+
+
+def from_summary(snapshots: int, summary: Mapping[str, str]) -> StateStats:
+    """The stats of a table with `snapshots` snapshots whose current snapshot has `summary`
+    (read without Spark, `session_metadata.snapshot_totals`); its commit time unknown."""
+
+    def number(key: str) -> int | None:
+        value = summary.get(key)
+        return int(value) if value is not None and value.isdigit() else None
+
+    return StateStats(
+        snapshots=snapshots,
+        data_files=number("total-data-files"),
+        delete_files=number("total-delete-files"),
+        total_bytes=number("total-files-size"),
+        committed_at=None,
+    )
+
+
+def may_be_due(stats: StateStats) -> bool:
+    """Could a compaction or an expiry be due? False only when neither can be, whatever the
+    commit time (which `stats_sql` then need not read)."""
+    return needs_compaction(stats) or stats.snapshots >= EXPIRE_AT
 
 
 def needs_compaction(stats: StateStats) -> bool:

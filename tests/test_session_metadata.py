@@ -1,0 +1,98 @@
+"""In session mode a refresh reads Iceberg metadata through the driver's JVM
+(`session_metadata.py`) instead of SQL over metadata tables: it must read exactly what the
+SQL path reads, for a base table and a state table after builds, changes, refreshes and a
+schema change, and fall back (None) where it cannot answer.
+
+Always on the embedded Spark (the JVM path exists only there); the thrift path is the SQL
+one, which the thrift tests run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from small_project import SmallProject
+
+from dbt.adapters.spark_ivm import session_metadata
+from dbt.adapters.spark_ivm.compiler import base_tables, upkeep
+
+SCHEMA = "ivm_session_metadata"
+BASE = f"{SCHEMA}.base"
+MODEL = "by_group"
+STATE = f"{SCHEMA}.{MODEL}__ivm_state"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(
+        tmp_path_factory.mktemp("session_metadata"), "session_metadata", SCHEMA, "session"
+    )
+    p.model(MODEL, f"select g, count(*) as n, sum(x) as total from {BASE} group by g")
+    assert p.dbt("debug").success
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    p.sql(f"DROP TABLE IF EXISTS {BASE}")
+    p.sql(f"CREATE TABLE {BASE} (g STRING, x INT) USING iceberg")
+    p.sql(f"INSERT INTO {BASE} VALUES ('a', 1), ('b', 2), (NULL, 3)")
+    assert p.dbt("run").success
+    p.sql(f"UPDATE {BASE} SET x = x + 1 WHERE g = 'a'")
+    p.sql(f"ALTER TABLE {BASE} ADD COLUMN y STRING")
+    p.sql(f"DELETE FROM {BASE} WHERE g IS NULL")
+    assert p.dbt("run").success
+    return p
+
+
+def _spark():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.getOrCreate()
+
+
+def test_heads_and_metadata_files_are_what_sql_reads(project: SmallProject) -> None:
+    relations = [BASE, STATE]
+    by_sql = {int(r[0]): (str(r[1]), r[2]) for r in project.sql(base_tables.heads_sql(relations))}
+    read = session_metadata.heads(_spark(), relations)
+    assert read == [by_sql[0], by_sql[1]]
+    assert all(snapshot is not None for _, snapshot in read)
+    for location, _ in read:
+        lines = project.sql(base_tables.metadata_file_sql(location))
+        text = session_metadata.metadata_json(_spark(), location)
+        assert text is not None
+        assert json.loads(text) == json.loads("".join(str(r[0]) for r in lines))
+        assert base_tables.parse_metadata(location, [(text,)]) == base_tables.parse_metadata(
+            location, lines
+        )
+
+
+def test_a_model_thread_reads_them_too(project: SmallProject) -> None:
+    """dbt refreshes models in threads of their own; the JVM path must work there (a catalog
+    lookup through `Spark3Util.loadIcebergTable` did not: it found a V1 table)."""
+    by_sql = {int(r[0]): (str(r[1]), r[2]) for r in project.sql(base_tables.heads_sql([BASE]))}
+    found: list = []
+    worker = threading.Thread(target=lambda: found.append(session_metadata.heads(_spark(), [BASE])))
+    worker.start()
+    worker.join()
+    assert found == [[by_sql[0]]]
+
+
+def test_state_totals_are_what_the_snapshots_table_says(project: SmallProject) -> None:
+    from_sql = upkeep.parse_stats(project.sql(upkeep.stats_sql(STATE))[0])
+    totals = session_metadata.snapshot_totals(_spark(), STATE)
+    assert totals is not None
+    read = upkeep.from_summary(*totals)
+    assert (read.snapshots, read.data_files, read.delete_files, read.total_bytes) == (
+        from_sql.snapshots,
+        from_sql.data_files,
+        from_sql.delete_files,
+        from_sql.total_bytes,
+    )
+    assert read.snapshots >= 2 and read.data_files
+
+
+def test_what_is_not_an_iceberg_table_is_left_to_sql(project: SmallProject) -> None:
+    project.sql(f"CREATE OR REPLACE VIEW {SCHEMA}.v AS SELECT 1 AS one")
+    assert session_metadata.heads(_spark(), [BASE, f"{SCHEMA}.v"]) is None
+    assert session_metadata.heads(_spark(), [f"{SCHEMA}.missing"]) is None
+    assert session_metadata.snapshot_totals(_spark(), f"{SCHEMA}.v") is None
+    assert session_metadata.metadata_json(_spark(), "file:/nonexistent/v1.metadata.json") is None
