@@ -58,7 +58,7 @@ def test_min_max_lists_follow_deletes_and_inserts(
     # x, d and s sit in separate rows, so that one list's recompute cannot mask another's.
     rows = [
         "('a', 1, NULL, NULL)", "('a', 5, NULL, NULL)", "('a', 5, NULL, NULL)",
-        "('a', 7, NULL, NULL)", "('a', NULL, 1.5, 'k')", "('a', NULL, -0.0, 'm')",
+        "('a', 7, NULL, NULL)", "('a', NULL, 1.5, 'k')", "('a', NULL, double('-0.0'), 'm')",
         "('a', NULL, double('NaN'), 'm')", "('a', NULL, double('-inf'), 'z')",
         "('e', 1, NULL, NULL)", "('e', 10, NULL, NULL)", "('e', 20, NULL, NULL)",
         "('b', 3, 2.0, 'q')", "('b', 3, 2.0, 'q')",
@@ -102,7 +102,9 @@ def test_min_max_lists_follow_deletes_and_inserts(
 
     # Walk the cut list of 'c' down from both ends until it must be recomputed.
     p.sql(f"DELETE FROM {BASE} WHERE g = 'c' AND (x < 2 OR x > 7)")
-    p.sql(f"INSERT INTO {BASE} VALUES ('z', 3, -0.0, NULL), ('z', 4, -0.0, NULL)")
+    p.sql(
+        f"INSERT INTO {BASE} VALUES ('z', 3, double('-0.0'), NULL), ('z', 4, double('-0.0'), NULL)"
+    )
     _refresh(p, "both ends of a cut list deleted", recomputed=1)
 
     # NaN is the largest double: deleting 'b's NaN rows exposes 2.0 again, and takes the
@@ -110,7 +112,7 @@ def test_min_max_lists_follow_deletes_and_inserts(
     # loses its only x (a complete list: NULL, no recompute) and gains a -0.0.
     p.sql(f"DELETE FROM {BASE} WHERE g = 'b' AND isnan(d)")
     p.sql(f"DELETE FROM {BASE} WHERE (g IS NULL AND x = 4) OR (g = 'z' AND x = 3)")
-    p.sql(f"INSERT INTO {BASE} VALUES (NULL, NULL, -0.0, NULL), ('b', 3, 2.0, 'q')")
+    p.sql(f"INSERT INTO {BASE} VALUES (NULL, NULL, double('-0.0'), NULL), ('b', 3, 2.0, 'q')")
     _refresh(p, "NaN deleted, NULL group emptied of values", recomputed=1)
 
     # -0.0 and 0.0 are one value of a list (counted once): when the last of the three

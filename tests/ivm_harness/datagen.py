@@ -64,7 +64,7 @@ def random_value(col: Col, rng: random.Random, null_rate: float) -> Any:
         if pick < 0.6:
             return rng.uniform(-1000.0, 1000.0)
         if pick < 0.8:
-            return rng.choice((0.1, -0.3, 2.5, 1e-3, -7.0, 0.0))
+            return rng.choice((0.1, -0.3, 2.5, 1e-3, -7.0, 0.0, -0.0))
         return rng.uniform(-1.0, 1.0) * 10 ** rng.randint(-4, 3)
     if t == "date":
         return dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(-400, 400))
