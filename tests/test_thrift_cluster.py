@@ -39,8 +39,10 @@ THRIFT_FAMILIES = (
     "window_top1",  # window sub-query state (tagged MERGE) under a filter
 )
 #: Change rounds of the thrift subset (the default plan has 5): the first changes the state the
-#: build wrote, `empty` removes every group, the last refills a state refreshes wrote.
-THRIFT_PLAN = ("mixed", "empty", "mixed")
+#: build wrote, the second a state a refresh wrote. (`empty`, every group removed and refilled,
+#: left this subset for the suite's time, 2026-11-26: ~80 s of its ~310 s; the session
+#: harness runs it for every family, with the same delta SQL.)
+THRIFT_PLAN = ("mixed", "mixed")
 
 
 def _target() -> str:
