@@ -54,20 +54,16 @@ class _ConnectionExecutor:
         """Session method only: the raw Iceberg changelog scan of `relation` with `options`
         as a temp view of the session dbt's statements run in (SQL in Spark 3.5 cannot pass
         read options to a table; see `compiler/capture/changelog.py`)."""
-        credentials = self.adapter.config.credentials
-        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
+        spark = self._local_session()
+        if spark is None:
             return False
-        from pyspark.sql import SparkSession  # session method: pyspark is installed
-
-        # The session dbt-spark runs every statement in (it calls the same getOrCreate).
-        spark = SparkSession.builder.getOrCreate()
         name = ".".join(quote(part) for part in ["spark_catalog", *relation.split("."), "changes"])
         spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
         return True
 
     def _local_session(self) -> Any:
         """The session dbt's statements run in, when this connection is the session method
-        (else None)."""
+        (else None): dbt-spark's session connection calls the same getOrCreate."""
         credentials = self.adapter.config.credentials
         if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
             return None

@@ -16,14 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dbt.adapters.spark_ivm.compiler.templates import sql, table
+
 
 def _load(spark: Any, relation: str) -> Any:
     """The Iceberg table `db.name`, resolved as Spark SQL resolves it and refreshed from the
     metastore. (Not through `Spark3Util.loadIcebergTable`: called from a thread other than
     the one that first used the catalog, as dbt's model threads are, its embedded-metastore
     lookup misses and the session catalog hands back a V1 table.)"""
-    name = ".".join("`" + part.replace("`", "``") + "`" for part in relation.split("."))
-    plan = spark.table(name)._jdf.queryExecution().analyzed()
+    plan = spark.table(sql(table(relation)))._jdf.queryExecution().analyzed()
     while plan.getClass().getSimpleName() == "SubqueryAlias":
         plan = plan.child()
     if plan.getClass().getSimpleName() != "DataSourceV2Relation":

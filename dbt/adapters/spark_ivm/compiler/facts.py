@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from dbt.adapters.spark_ivm.compiler import base_tables, render
 from dbt.adapters.spark_ivm.compiler.aggregates import keep_from_env
@@ -23,6 +23,8 @@ from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, Uncapturab
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
+
+T = TypeVar("T")
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
 FORMAT_VERSION = "5"  # 3: MIN/MAX states keep ranked value lists; 4: views record
@@ -166,16 +168,18 @@ class FactsReader:
     # Table properties already read this run, by relation (`chain.py` reads the view's).
     known_properties: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def _run(self, label: str, statement: str) -> None:
+    def _timed(self, label: str, call: Callable[[], T]) -> T:
+        """`call()`, its time recorded under `label` (when it returns)."""
         start = time.monotonic()
-        self.executor.execute(statement)
+        result = call()
         self.timings.append((label, time.monotonic() - start))
+        return result
+
+    def _run(self, label: str, statement: str) -> None:
+        self._timed(label, lambda: self.executor.execute(statement))
 
     def _fetch(self, label: str, statement: str) -> list[tuple]:
-        start = time.monotonic()
-        rows = self.executor.fetch(statement)
-        self.timings.append((label, time.monotonic() - start))
-        return rows
+        return self._timed(label, lambda: self.executor.fetch(statement))
 
     def _properties(self, relation: str) -> dict[str, str]:
         known = self.known_properties.get(relation)
@@ -211,12 +215,10 @@ class FactsReader:
         # operation) may not be visible to a cached entry until it is refreshed.
         for relation in relations:
             self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
-        found: dict[int, tuple] = {}
         read = None
         if isinstance(self.executor, MetadataReader):
-            start = time.monotonic()
-            read = self.executor.iceberg_heads(relations)
-            self.timings.append(("snapshot", time.monotonic() - start))
+            reader = self.executor
+            read = self._timed("snapshot", lambda: reader.iceberg_heads(relations))
         if read is not None:
             found = {i: (i, file, snapshot) for i, (file, snapshot) in enumerate(read)}
         else:
@@ -239,9 +241,8 @@ class FactsReader:
         try:
             text = None
             if isinstance(self.executor, MetadataReader):
-                start = time.monotonic()
-                text = self.executor.iceberg_metadata_json(head.metadata)
-                self.timings.append(("metadata", time.monotonic() - start))
+                reader = self.executor
+                text = self._timed("metadata", lambda: reader.iceberg_metadata_json(head.metadata))
             if text is not None:
                 rows: list[tuple] = [(text,)]
             else:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -392,9 +391,8 @@ class Maintainer(LogWriter):
         state = self.target.state
         try:
             if isinstance(self.executor, MetadataReader):
-                start = time.monotonic()
-                totals = self.executor.iceberg_snapshot_totals(state)
-                self.timings.append(("upkeep", time.monotonic() - start))
+                reader = self.executor
+                totals = self._timed("upkeep", lambda: reader.iceberg_snapshot_totals(state))
                 if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
                     return
             stats = upkeep.parse_stats(self._fetch("upkeep", upkeep.stats_sql(state))[0])
