@@ -19,7 +19,9 @@
         existing.type if existing is not none else none,
         should_full_refresh(),
         config.get('ivm_aux_states'),
-        config.get('ivm_unsupported')) -%}
+        config.get('ivm_unsupported'),
+        graph.nodes,
+        model.get('unique_id')) -%}
 
   {%- if result['mode'] == 'build' and existing is not none -%}
     {{ adapter.drop_relation(existing) }}

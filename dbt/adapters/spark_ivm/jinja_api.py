@@ -16,7 +16,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import session_metadata
-from dbt.adapters.spark_ivm.compiler import explain, fallback
+from dbt.adapters.spark_ivm.compiler import explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
@@ -125,10 +125,13 @@ class IvmJinjaApi:
         full_refresh: bool,
         aux_states: str | None = None,
         unsupported: str | None = None,
+        graph_nodes: dict[str, Any] | None = None,
+        unique_id: str | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
         `aux_states` is the model's `ivm_aux_states` config (`compiler/chain.py`),
-        `unsupported` its `ivm_unsupported` config (`compiler/fallback.py`)."""
+        `unsupported` its `ivm_unsupported` config (`compiler/fallback.py`); `graph_nodes`
+        (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/upstream.py`)."""
         executor = _ConnectionExecutor(self)
         target = Target(schema, identifier)
         try:
@@ -142,6 +145,7 @@ class IvmJinjaApi:
                 full_refresh=bool(full_refresh),
                 mode=aux_mode(aux_states, model_name),
                 log=logger.info,
+                publish=upstream.has_ivm_readers(graph_nodes, unique_id),
             )
             try:
                 outcome = maintainer.run()

@@ -88,6 +88,8 @@ class ChainMaintainer:
     # Why the model's SQL changed when a view's definition did (None: not because of a view).
     views_changed: str | None = None
     created_copies: list[str] = field(default_factory=list)  # snapshot-diff copies made now
+    # Other ivm models read this one: its state keeps a delta log (`capture/delta_log.py`).
+    publish: bool = False
 
     def _maintainer(self, **kwargs) -> Maintainer:
         extra = kwargs.pop("view_properties", {})
@@ -108,6 +110,8 @@ class ChainMaintainer:
         }
         if "compiled_sql" not in kwargs:
             base["user_sql"] = self.user_sql or None
+        # Only the model's own state is read by other models (not its aux or stage states).
+        base["publish"] = self.publish and kwargs.get("target", self.target) == self.target
         return Maintainer(**{**base, **kwargs})
 
     def _properties(self, relation: str) -> dict[str, str] | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render
-from dbt.adapters.spark_ivm.compiler.capture import changelog, version_diff
+from dbt.adapters.spark_ivm.compiler.capture import changelog, delta_log, version_diff
 from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader, ScratchWriter
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
@@ -100,16 +100,23 @@ class LogWriter(FactsReader):
             if handed is not None and handed.keys is None:
                 self.captured[relation] = "handed over: no row changed"
                 continue
+            logged = None
+            if handed is None and relation.endswith(delta_log.STATE_SUFFIX):
+                logged = self._logged_commits(relation, metadata[relation].snapshots, old, new)
             if handed is not None and handed.keys is not None:
                 self.captured[relation] = "handed over, keyed version diff"
                 select = version_diff.log_select(relation, old, new, columns, handed.keys, exact)
+            elif isinstance(logged, list):
+                many = "refresh" if len(logged) == 1 else "refreshes"
+                self.captured[relation] = f"delta log of {len(logged)} {many}"
+                select = delta_log.log_select(relation, logged, columns, exact)
             elif method is capture.CaptureMethod.CHANGELOG:
                 view = self.target.changelog_view(index)
                 self.scratch.append(view)
                 self.captured[relation] = self._changelog_view(relation, old, new, view)
                 select = changelog.log_select(view, columns, exact)
             else:
-                self.captured[relation] = "version diff"
+                self.captured[relation] = "version diff" + (f" ({logged})" if logged else "")
                 select = version_diff.log_select(relation, old, new, columns, exact=exact)
             self._compute_scratch(f"log {relation}", log_table, select)
             n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
@@ -117,6 +124,25 @@ class LogWriter(FactsReader):
             if n:
                 logs[relation] = log_table
         return logs, counts
+
+    def _logged_commits(
+        self, state: str, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int
+    ) -> list[int] | str:
+        """The commits to an upstream ivm model's state from `old` to `new` when its delta log
+        holds every one of them (`capture/delta_log.py`), else why not (then: version diff)."""
+        chain = capture.lineage(snapshots, old, new)
+        if chain is None:
+            return "its state is not a descendant of the version this model read"
+        commits = [s.snapshot_id for s in chain if s.operation != "replace"]
+        try:
+            rows = self._fetch("delta log", delta_log.covered_sql(state, commits))
+        except Exception:  # noqa: BLE001 - the upstream keeps no delta log
+            return f"{delta_log.log_of(state)} cannot be read"
+        found = {int(r[0]) for r in rows}
+        missing = len([c for c in commits if c not in found])
+        if missing:
+            return f"{delta_log.log_of(state)} lacks {missing} of {len(commits)} refreshes"
+        return commits
 
     def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> str:
         """The changelog scan old -> new as the temp view `view`: raw where the connection

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, render, union, upkeep, window
+from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
 from dbt.adapters.spark_ivm.compiler.facts import (
@@ -82,6 +83,10 @@ class Maintainer(LogWriter):
     keep_scratch: bool = False
     changed_keys: tuple[str, list[str]] | None = None
     committed: bool = False  # this run's refresh committed to the state table
+    # Other ivm models read this one: keep its delta log (`capture/delta_log.py`).
+    publish: bool = False
+    data_changed: bool = False  # this run's commit changed data rows of the state
+    state_types: dict[str, str] | None = None  # the state table's columns, once described
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
 
     # -- plumbing -------------------------------------------------------------------------
@@ -227,6 +232,9 @@ class Maintainer(LogWriter):
             select = render.initial_state_select(the_plan, renderers[0], meta)
         for statement in render.create_state_sql(state, select):
             self._run("build state", statement)
+        if self.publish:
+            for statement in delta_log.create_sql(state):
+                self._run("delta log", statement)
         try:
             self._check_unmoved(heads, live)
         except BaseRelationError:
@@ -306,13 +314,17 @@ class Maintainer(LogWriter):
             else:
                 commit, counted = self._delta_commit(the_plan, renderer, compacted, new_meta)
                 inserted, updated, deleted, recomputed = counted
+            self.data_changed = commit is not None  # a MERGE (else: only the metadata row)
         if commit is None and new_meta != json.dumps(meta["recorded"], sort_keys=True):
             commit = render.advance_meta_sql(state, new_meta)
         if commit is not None:
             self._check_unmoved(heads, live)
+            before = self._heads([state])[state].snapshot if self.publish else None
             self._run("commit", commit)
             self.committed = True
             self._checkpoint("commit")
+            if self.publish:
+                self._publish(before)
             self._upkeep()
         if partitions:
             summary = (
@@ -334,8 +346,35 @@ class Maintainer(LogWriter):
         )
 
     def _state_types(self) -> dict[str, str]:
-        described = self._fetch("describe", f"DESCRIBE TABLE {sql(table(self.target.state))}")
-        return {n.lower(): t for n, t in describe_columns(described)}
+        if self.state_types is None:
+            described = self._fetch("describe", f"DESCRIBE TABLE {sql(table(self.target.state))}")
+            self.state_types = {n.lower(): t for n, t in describe_columns(described)}
+        return self.state_types
+
+    def _publish(self, before: int | None) -> None:
+        """Append this commit's entry to the delta log (`capture/delta_log.py`). The refresh
+        is committed already: a failure here only logs, and readers then take the version
+        diff of the state for this commit."""
+        state = self.target.state
+        try:
+            after = self._heads([state])[state].snapshot
+            assert before is not None and after is not None and after != before
+            types = self._state_types()
+            columns = list(types)
+            exact = [c for c, t in types.items() if t.lower() in ("double", "float")]
+            keys = self.changed_keys if self.data_changed else None
+            append = delta_log.append_sql(state, columns, before, after, keys, exact)
+            try:
+                self._run("delta log", append)
+            except Exception:  # noqa: BLE001 - no log yet (a reader was added): start one
+                for statement in [*delta_log.create_sql(state), append]:
+                    self._run("delta log", statement)
+        except Exception as e:  # noqa: BLE001 - must not fail a committed refresh
+            self.log(
+                f"ivm model '{self.model}': WARNING: its delta log {delta_log.log_of(state)} "
+                "misses this refresh; the models that read it take the version diff of "
+                f"{state} instead: {' '.join(str(e).split())[:300]}"
+            )
 
     def _delta_commit(
         self, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
@@ -398,6 +437,10 @@ class Maintainer(LogWriter):
             stats = upkeep.parse_stats(self._fetch("upkeep", upkeep.stats_sql(state))[0])
             for label, statement in upkeep.statements(state, stats):
                 self._run(label, statement)
+            if self.publish and upkeep.needs_expiry(stats):
+                assert stats.committed_at is not None
+                for statement in delta_log.trim_sqls(state, stats.committed_at):
+                    self._run("expire", statement)
         except Exception as e:  # noqa: BLE001 - upkeep must not fail a committed refresh
             self.log(
                 f"ivm model '{self.model}': WARNING: upkeep of {state} failed, the refresh "

@@ -49,6 +49,37 @@ def behind(marks: Mapping[str, int | None], current: Mapping[str, int | None]) -
     return sorted(r for r, seen in marks.items() if r in current and current[r] != seen)
 
 
+def has_ivm_readers(nodes: Mapping[str, Mapping] | None, unique_id: str | None) -> bool:
+    """Does an ivm model read this node, directly or through views and ephemeral models?
+    `nodes`: dbt's graph (`graph.nodes` in Jinja). Such a model keeps a delta log.
+
+    >>> g = {"model.p.up": {"config": {"materialized": "ivm"}, "depends_on": {"nodes": []}},
+    ...      "model.p.v": {"config": {"materialized": "view"},
+    ...                    "depends_on": {"nodes": ["model.p.up"]}},
+    ...      "model.p.down": {"config": {"materialized": "ivm"},
+    ...                       "depends_on": {"nodes": ["model.p.v"]}}}
+    >>> has_ivm_readers(g, "model.p.up"), has_ivm_readers(g, "model.p.down")
+    (True, False)
+    """
+    if not nodes or not unique_id:
+        return False
+    readers: dict[str, list[tuple[str, str]]] = {}
+    for node_id, node in nodes.items():
+        materialized = str((node.get("config") or {}).get("materialized") or "")
+        for parent in (node.get("depends_on") or {}).get("nodes") or []:
+            readers.setdefault(parent, []).append((node_id, materialized))
+    seen = {unique_id}
+    todo = [unique_id]
+    while todo:
+        for node_id, materialized in readers.get(todo.pop(), []):
+            if materialized == "ivm":
+                return True
+            if materialized in ("view", "ephemeral") and node_id not in seen:
+                seen.add(node_id)
+                todo.append(node_id)
+    return False
+
+
 def note(state: str, changed: list[str], model: str) -> str:
     """The run's words for a stale upstream."""
     return (

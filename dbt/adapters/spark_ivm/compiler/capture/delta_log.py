@@ -1,0 +1,139 @@
+"""delta log: an ivm model's applied changes, kept for the ivm models that read it.
+
+What it maintains. An ivm model read by other ivm models (a mart over an intermediate ivm
+model, issue 12) keeps beside its state table `<db>.<model>__ivm_dlog`: after each commit to
+its state, the weighted rows that commit changed in the state's data rows, tagged with the
+state snapshot the commit made (`__ivm_dl_snap`), and one marker row per commit
+(`__ivm_dl_mark`), which says that commit's entry is complete, rows or none:
+
+    dlog = { (row, w, N, false) : state@N - state@P restricted to the keys N changed, w != 0 }
+         + { (NULL.., 0, N, true) }                         for each commit P -> N
+
+A reader whose watermark of the state is W, now at C, reads the state's change as the sum of
+the entries of the commits between them (`capture.lineage`, compactions excepted):
+
+    change(W, C) = sum over commits N in (W, C] of dlog[N]
+
+without reading the state table: e.g. two refreshes of an upstream before its reader runs,
+one that set `(cust 7, n 3)` to `(7, 4)` and one that deleted `(7, 4)`, give the reader
+-(7, 3) +(7, 4) -(7, 4) = -(7, 3). When any commit in between has no marker (the writer
+failed between its state commit and its log append, or kept no log then), the reader takes
+the version diff of the state instead: exact, and it reads both versions.
+
+Written by the upstream right after its commit, from the keys its MERGE changed (the delta
+table, `refresh.Maintainer.changed_keys`), as the keyed version diff of the two versions: an
+append to the log, never a rewrite of it. Entries of expired state snapshots are deleted when
+the state's snapshots are expired (`upkeep.py`): no reader can start from those any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.capture import CATALOG, version_diff
+from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
+from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+
+STATE_SUFFIX = "__ivm_state"
+LOG_SUFFIX = "__ivm_dlog"
+WEIGHT = "__ivm_w"
+SNAP = "__ivm_dl_snap"
+MARK = "__ivm_dl_mark"
+ROW = "__ivm_row__"  # the state's row kind: 0 for data rows (`render.ROW`)
+#: Copy-on-write: the log is appended to and trimmed by whole entries, and read whole.
+LOG_PROPERTIES = "'format-version'='2', 'write.delete.mode'='copy-on-write'"
+
+
+def log_of(state: str) -> str:
+    """The delta log beside a state table.
+
+    >>> log_of("db.orders_by_cust__ivm_state")
+    'db.orders_by_cust__ivm_dlog'
+    """
+    assert state.endswith(STATE_SUFFIX), state
+    return state[: -len(STATE_SUFFIX)] + LOG_SUFFIX
+
+
+def create_sql(state: str) -> list[str]:
+    """A new, empty log with the state's columns (any old one dropped: a rebuilt state's
+    snapshots are a new history)."""
+    dlog = log_of(state)
+    empty = (
+        f"SELECT *, CAST(0 AS BIGINT) AS {WEIGHT}, CAST(NULL AS BIGINT) AS {SNAP}, "
+        f"CAST(NULL AS BOOLEAN) AS {MARK} FROM {sql(table(state))} WHERE FALSE"
+    )
+    create = f"CREATE TABLE {sql(table(dlog))} USING iceberg TBLPROPERTIES ({LOG_PROPERTIES})"
+    return [f"DROP TABLE IF EXISTS {sql(table(dlog))} PURGE", f"{create} AS {empty}"]
+
+
+def append_sql(
+    state: str,
+    columns: Sequence[str],
+    old: int,
+    new: int,
+    keys: tuple[str, Sequence[str]] | None,
+    exact: Collection[str] = (),
+) -> str:
+    """The entry of the commit old -> new: its changed data rows (none when `keys` is None)
+    and its marker."""
+    marker = exp.Select().select(
+        *(exp.alias_(exp.Null(), c, quoted=True) for c in columns),
+        exp.alias_(exp.Literal.number(0), WEIGHT, quoted=True),
+        exp.alias_(exp.Literal.number(new), SNAP, quoted=True),
+        exp.alias_(exp.true(), MARK, quoted=True),
+    )
+    entry: exp.Expression = marker
+    if keys is not None:
+        diff = version_diff.log_select(state, old, new, columns, keys, exact)
+        rows = (
+            exp.Select()
+            .select(*(col(c) for c in columns), col(WEIGHT))
+            .select(exp.alias_(exp.Literal.number(new), SNAP, quoted=True))
+            .select(exp.alias_(exp.false(), MARK, quoted=True))
+            .from_(exp.alias_(exp.Subquery(this=diff), "__ivm_d", table=True))
+            .where(exp.EQ(this=col(ROW), expression=exp.Literal.number(0)))
+        )
+        entry = exp.union(rows, marker, distinct=False)
+    return f"INSERT INTO {sql(table(log_of(state)))} {sql(entry)}"
+
+
+def covered_sql(state: str, commits: Sequence[int]) -> str:
+    """The commits among `commits` whose entry is complete (has its marker)."""
+    wanted = exp.In(this=col(SNAP), expressions=[exp.Literal.number(s) for s in commits])
+    select = (
+        exp.Select()
+        .select(col(SNAP))
+        .from_(table(log_of(state)))
+        .where(exp.and_(col(MARK), wanted))
+    )
+    return sql(select)
+
+
+def log_select(
+    state: str, commits: Sequence[int], columns: Sequence[str], exact: Collection[str] = ()
+) -> exp.Select:
+    """The state's change over `commits` as a compacted weighted log of `columns`."""
+    wanted = exp.In(this=col(SNAP), expressions=[exp.Literal.number(s) for s in commits])
+    rows = (
+        exp.Select()
+        .select(*(col(c) for c in columns))
+        .select(exp.alias_(col(WEIGHT), "__ivm_cw", quoted=True))
+        .from_(table(log_of(state)))
+        .where(exp.and_(exp.Not(this=col(MARK)), wanted))
+    )
+    return weighted_log(rows, columns, col("__ivm_cw"), exact)
+
+
+def trim_sqls(state: str, older_than: str) -> list[str]:
+    """After the state's snapshots older than `older_than` were expired: delete the entries
+    of commits that are no longer snapshots of the state, then expire the log's own old
+    snapshots the same way (the files of deleted entries go with them)."""
+    dlog = log_of(state)
+    live = f"SELECT snapshot_id FROM {sql(table(state))}.`snapshots`"
+    expire = (
+        f"CALL {CATALOG}.system.expire_snapshots(table => {sql(exp.Literal.string(dlog))}, "
+        f"older_than => TIMESTAMP {sql(exp.Literal.string(older_than))}, retain_last => 1)"
+    )
+    return [f"DELETE FROM {sql(table(dlog))} WHERE {SNAP} NOT IN ({live})", expire]
