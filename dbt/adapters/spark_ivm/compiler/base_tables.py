@@ -145,7 +145,11 @@ def untrusted(
 ) -> str | None:
     """Why the recorded state of `relation` no longer describes it (None: it still does)."""
     if recorded.get("uuid") != now.uuid:
-        return f"base table {relation} was dropped and re-created since the last refresh"
+        why = f"base table {relation} was dropped and re-created since the last refresh"
+        if relation.endswith("__ivm_state"):
+            upstream = relation[: -len("__ivm_state")]
+            return f"{why}: the upstream ivm model {upstream} was rebuilt"
+        return why
     if recorded.get("schema_id") == now.schema_id:
         return None
     before: Mapping[str, list] = recorded.get("columns", {})

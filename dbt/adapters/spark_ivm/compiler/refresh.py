@@ -241,9 +241,7 @@ class Maintainer(LogWriter):
             # Its rows may hold a later commit than its watermarks say: never refresh it.
             self._run("build state", render.drop_state_sql(state))
             raise
-        rows = self._fetch(
-            "count", f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
-        )
+        rows = self._state_rows()
         props = {
             "ivm.format": FORMAT_VERSION,
             "ivm.sql_hash": digest,
@@ -262,7 +260,7 @@ class Maintainer(LogWriter):
             mode="build",
             reason=reason,
             main_sql=main_sql,
-            summary=f"built ({reason}): {rows[0][0]} state rows",
+            summary=f"built ({reason}): {rows} state rows",
             timings=self.timings,
         )
 
@@ -350,6 +348,20 @@ class Maintainer(LogWriter):
             described = self._fetch("describe", f"DESCRIBE TABLE {sql(table(self.target.state))}")
             self.state_types = {n.lower(): t for n, t in describe_columns(described)}
         return self.state_types
+
+    def _state_rows(self) -> int:
+        """The new state's data rows, for the log line: its snapshot's `total-records` less
+        the metadata row where the JVM reads it (no Spark job; the state was just written,
+        so it has no delete file), else counted."""
+        state = self.target.state
+        if isinstance(self.executor, MetadataReader):
+            reader = self.executor
+            totals = self._timed("count", lambda: reader.iceberg_snapshot_totals(state))
+            records = None if totals is None else totals[1].get("total-records")
+            if records is not None and records.isdigit() and int(records) >= 1:
+                return int(records) - 1
+        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
+        return int(self._fetch("count", select)[0][0])
 
     def _publish(self, before: int | None) -> None:
         """Append this commit's entry to the delta log (`capture/delta_log.py`). The refresh
