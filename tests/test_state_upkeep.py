@@ -1,13 +1,14 @@
 """State upkeep: refreshes compact the state table and expire its old snapshots, and stay exact.
 
-Two models (a grouped aggregate; a DISTINCT over a join) are refreshed 20 times after small
+Two models (a grouped aggregate; a DISTINCT over a join) are refreshed 10 times after small
 random changes of their Iceberg base tables (inserts, updates, deletes, NULLs, duplicates),
 one `dbt run` per round. After every run each relation equals a fresh run of its SQL (as bags)
 and its state table's live delete files stay under the compaction threshold; its live data
 files and its snapshots stay bounded too, and each state was seen compacted (its live delete
-files fell) and expired (its snapshots fell) at least once. 20 refreshes are enough for that:
-without upkeep a state would hold more than EXPIRE_AT + 1 snapshots and DELETE_FILE_THRESHOLD
-delete files by then. An upkeep that fails leaves the run successful and the relation exact
+files fell) and expired (its snapshots fell) at least once. The thresholds are lowered for
+the refresh test (`THRESHOLDS`: the same rules, due sooner, so that 10 refreshes exercise what
+the defaults reach after 16): without upkeep a state would hold more than EXPIRE_AT + 1
+snapshots and DELETE_FILE_THRESHOLD delete files by then. An upkeep that fails leaves the run successful and the relation exact
 (the failure is injected by making the CALL fail on Spark).
 """
 
@@ -23,7 +24,9 @@ from small_project import SmallProject
 from dbt.adapters.spark_ivm.compiler import upkeep
 
 SCHEMA = "ivm_upkeep"
-ROUNDS = 20
+ROUNDS = 10
+#: upkeep's thresholds in the refresh test (defaults 8, 16, 16, 5).
+THRESHOLDS = {"DELETE_FILE_THRESHOLD": 3, "DATA_FILE_SLACK": 6, "EXPIRE_AT": 7, "RETAIN_LAST": 2}
 MODELS = {
     "agg": (
         "select k, count(*) as n, count(x) as nx, sum(x) as s, min(x) as mn, max(x) as mx "
@@ -120,8 +123,12 @@ def _assert_exact(p: SmallProject, where: str) -> None:
         assert p.bag(f"SELECT * FROM {SCHEMA}.{name}") == p.bag(select), f"{name} {where}"
 
 
-def test_refreshes_keep_state_files_and_snapshots_bounded(project: SmallProject) -> None:
+def test_refreshes_keep_state_files_and_snapshots_bounded(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     p = project
+    for name, value in THRESHOLDS.items():
+        monkeypatch.setattr(upkeep, name, value)
     rnd = random.Random(1)
     peak = {name: {"data": 0, "deletes": 0, "snapshots": 0} for name in MODELS}
     last = {name: _files(p, name) for name in MODELS}
@@ -145,7 +152,7 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(project: SmallProject)
         print(
             f"{name} after {ROUNDS} refreshes: {last[name]}, peak {peak[name]}, fell {fell[name]}"
         )
-        # Without compaction and expiry there would be about ROUNDS of each (ROUNDS > 18):
+        # Without compaction and expiry there would be about ROUNDS of each (ROUNDS > 8):
         # expiry keeps at most EXPIRE_AT - 1 snapshots plus a compaction's two.
         assert peak[name]["data"] <= upkeep.DATA_FILE_SLACK, (name, peak[name])
         assert peak[name]["snapshots"] <= upkeep.EXPIRE_AT + 1, (name, peak[name])
