@@ -370,7 +370,8 @@ class Maintainer(LogWriter):
         state = self.target.state
         try:
             after = self._heads([state])[state].snapshot
-            assert before is not None and after is not None and after != before
+            if before is None or after is None or after == before:
+                raise RuntimeError(f"no commit of {state} between snapshots {before} and {after}")
             types = self._state_types()
             columns = list(types)
             exact = [c for c, t in types.items() if t.lower() in ("double", "float")]
