@@ -19,7 +19,8 @@ from collections.abc import Iterator
 import pytest
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler import upkeep
+from dbt.adapters.spark_ivm.compiler import upkeep, upstream
+from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.refresh import FAIL_ENV
 
 SCHEMA = "ivm_dl"
@@ -131,3 +132,48 @@ def test_entries_of_expired_snapshots_are_deleted(
     message = p.run("--select", "down")["down"]
     assert message.startswith("built") and "was expired" in message, message
     p.check_models(["up", "down"])
+
+
+def _node(materialized: str, *parents: str) -> dict:
+    return {"config": {"materialized": materialized}, "depends_on": {"nodes": list(parents)}}
+
+
+def test_which_models_keep_a_delta_log() -> None:
+    """From dbt's graph (no Spark): an ivm model read by an ivm model, directly or through
+    views and ephemeral models, keeps a log; one read only through a table model, a test or
+    nothing keeps none."""
+    graph = {
+        "model.p.up": _node("ivm"),
+        "model.p.direct": _node("ivm"),
+        "model.p.v1": _node("view", "model.p.direct"),
+        "model.p.e1": _node("ephemeral", "model.p.v1"),
+        "model.p.deep": _node("ivm", "model.p.e1"),
+        "model.p.via_table": _node("ivm"),
+        "model.p.t": _node("table", "model.p.via_table"),
+        "model.p.over_t": _node("ivm", "model.p.t"),
+        "test.p.consistent": _node("test", "model.p.via_table"),
+        "model.p.down": _node("ivm", "model.p.up", "model.p.deep"),
+    }
+    assert upstream.has_ivm_readers(graph, "model.p.up")
+    assert upstream.has_ivm_readers(graph, "model.p.direct")  # view -> ephemeral -> ivm
+    assert upstream.has_ivm_readers(graph, "model.p.deep")
+    assert not upstream.has_ivm_readers(graph, "model.p.via_table")
+    assert not upstream.has_ivm_readers(graph, "model.p.down")
+    assert not upstream.has_ivm_readers(None, "model.p.up")
+    assert not upstream.has_ivm_readers(graph, None)
+    # a cycle of views (not a valid dbt graph) ends
+    looped = {"model.p.a": _node("view", "model.p.b"), "model.p.b": _node("view", "model.p.a")}
+    assert not upstream.has_ivm_readers(looped, "model.p.a")
+
+
+def test_delta_log_statements_name_only_the_log_and_its_state() -> None:
+    state = "db.up__ivm_state"
+    assert delta_log.log_of(state) == "db.up__ivm_dlog"
+    append = delta_log.append_sql(state, ["k", "__ivm_row__"], 1, 2, ("db.delta", ["k"]))
+    assert append.startswith("INSERT INTO `db`.`up__ivm_dlog`"), append
+    assert "VERSION AS OF 2" in append and "VERSION AS OF 1" in append, append
+    marker_only = delta_log.append_sql(state, ["k", "__ivm_row__"], 1, 2, None)
+    assert "VERSION AS OF" not in marker_only, marker_only
+    assert "IN (5, 7)" in delta_log.covered_sql(state, [5, 7])
+    for statement in delta_log.trim_sqls(state, "2026-01-02 03:04:05"):
+        assert "up__ivm_dlog" in statement
