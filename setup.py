@@ -42,7 +42,15 @@ setup(
         "bench": ["matplotlib", "tqdm"],
         # the test suite runs a tiny benchmark (tests/test_bench.py)
         # tests/functional: dbt-spark's functional adapter tests (session selection)
-        "test": ["pytest", "ruff", "matplotlib", "tqdm", "dbt-tests-adapter==1.20.0"],
+        # pytest-xdist: the suite runs in two processes (pytest.ini)
+        "test": [
+            "pytest",
+            "pytest-xdist",
+            "ruff",
+            "matplotlib",
+            "tqdm",
+            "dbt-tests-adapter==1.20.0",
+        ],
     },
     zip_safe=False,
     classifiers=[

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ivm_harness.families import FAMILIES
@@ -14,11 +16,27 @@ from targets import stop_shared
 _CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 _REPORT_KEY = pytest.StashKey[HarnessReport]()
 _MORE_REPORTS_KEY = pytest.StashKey[list[tuple[str, HarnessReport]]]()
+_RELAYED_KEY = pytest.StashKey[list[tuple[str, str]]]()
+
+
+#: The longest modules (the harness, about 12 min; the cluster tests, about 10) start first:
+#: with two workers (`-n 2 --dist loadfile`, pytest.ini) neither is left running alone at the
+#: end of the run.
+FIRST = ("test_differential.py", "test_thrift_cluster.py")
+#: A worker's harness summaries, sent to the controller, which prints them (xdist).
+_WORKER_REPORTS = "ivm_harness_reports"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Fix the harness configuration (and the seed) once per test process."""
+    """Fix the harness configuration (and the seed) once per run: the controller of an xdist
+    run draws the seed and hands it to its workers, which start after this, through the
+    environment, so that the header's seed is the one the harness used."""
     config.stash[_CONFIG_KEY] = HarnessConfig.from_env()
+    os.environ.setdefault("IVM_SEED", str(config.stash[_CONFIG_KEY].seed))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: 0 if item.path.name in FIRST else 1)  # stable otherwise
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -80,19 +98,34 @@ def record_harness_report(request: pytest.FixtureRequest):
     return record
 
 
+def _summaries(config: pytest.Config) -> list[tuple[str, str]]:
+    """(title, text) of each harness run of this process."""
+    report = config.stash.get(_REPORT_KEY, None)
+    found = [("ivm harness", report.summary())] if report is not None else []
+    more = config.stash.get(_MORE_REPORTS_KEY, [])
+    return found + [(title, r.summary()) for title, r in more]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the loopback Spark cluster if a test started one (`targets.shared_cluster`)."""
+    """Stop the loopback Spark cluster if a test started one (`targets.shared_cluster`); in
+    an xdist worker, hand the harness summaries to the controller."""
     stop_shared()
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output[_WORKER_REPORTS] = _summaries(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist controller: keep a finished worker's harness summaries for the terminal."""
+    received = getattr(node, "workeroutput", {}).get(_WORKER_REPORTS, [])
+    node.config.stash.setdefault(_RELAYED_KEY, []).extend(tuple(r) for r in received)
 
 
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
     """Print seed, per-round timings and failing families after the run."""
-    report = config.stash.get(_REPORT_KEY, None)
-    if report is not None:
-        terminalreporter.write_sep("-", "ivm harness")
-        terminalreporter.write_line(report.summary())
-    for title, more in config.stash.get(_MORE_REPORTS_KEY, []):
+    for title, text in _summaries(config) + config.stash.get(_RELAYED_KEY, []):
         terminalreporter.write_sep("-", title)
-        terminalreporter.write_line(more.summary())
+        terminalreporter.write_line(text)
