@@ -169,6 +169,10 @@ def test_which_models_keep_a_delta_log() -> None:
 def test_delta_log_statements_name_only_the_log_and_its_state() -> None:
     state = "db.up__ivm_state"
     assert delta_log.log_of(state) == "db.up__ivm_dlog"
+    assert delta_log.is_model_state(state)
+    assert not delta_log.is_model_state("db.m__ivm_s0__ivm_state")  # handed over in the run
+    assert not delta_log.is_model_state("db.m__ivm_aux__ivm_state")
+    assert not delta_log.is_model_state("db.orders")
     append = delta_log.append_sql(state, ["k", "__ivm_row__"], 1, 2, ("db.delta", ["k"]))
     assert append.startswith("INSERT INTO `db`.`up__ivm_dlog`"), append
     assert "VERSION AS OF 2" in append and "VERSION AS OF 1" in append, append

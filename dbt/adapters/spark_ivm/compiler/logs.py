@@ -101,7 +101,7 @@ class LogWriter(FactsReader):
                 self.captured[relation] = "handed over: no row changed"
                 continue
             logged = None
-            if handed is None and relation.endswith(delta_log.STATE_SUFFIX):
+            if handed is None and delta_log.is_model_state(relation):
                 logged = self._logged_commits(relation, metadata[relation].snapshots, old, new)
             if handed is not None and handed.keys is not None:
                 self.captured[relation] = "handed over, keyed version diff"

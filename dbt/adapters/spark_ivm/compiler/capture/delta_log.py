@@ -56,6 +56,16 @@ def log_of(state: str) -> str:
     return state[: -len(STATE_SUFFIX)] + LOG_SUFFIX
 
 
+def is_model_state(relation: str) -> bool:
+    """Is `relation` the state of an ivm model (which may keep a log), not one of a model's
+    own sub-query or auxiliary states (`<model>__ivm_s0__ivm_state`: handed over in the run)?
+
+    >>> is_model_state("db.up__ivm_state"), is_model_state("db.m__ivm_s0__ivm_state")
+    (True, False)
+    """
+    return relation.endswith(STATE_SUFFIX) and "__ivm_" not in relation[: -len(STATE_SUFFIX)]
+
+
 def create_sql(state: str) -> list[str]:
     """A new, empty log with the state's columns (any old one dropped: a rebuilt state's
     snapshots are a new history)."""
