@@ -37,6 +37,7 @@ THRIFT_FAMILIES = (
     "left_join_agg",  # outer join under an aggregate with MIN/MAX
     "distinct_join",  # DISTINCT over a join
     "window_top1",  # window sub-query state (tagged MERGE) under a filter
+    "ivm_stack3",  # three ivm models in a chain: each reads its upstream's delta log
 )
 #: Change rounds of the thrift subset (the default plan has 5): the first changes the state the
 #: build wrote, the second a state a refresh wrote. (`empty`, every group removed and refilled,
