@@ -38,6 +38,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.upstream import STATE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,8 @@ def untrusted(
     """Why the recorded state of `relation` no longer describes it (None: it still does)."""
     if recorded.get("uuid") != now.uuid:
         why = f"base table {relation} was dropped and re-created since the last refresh"
-        if relation.endswith("__ivm_state"):
-            upstream = relation[: -len("__ivm_state")]
+        if relation.endswith(STATE_SUFFIX):
+            upstream = relation[: -len(STATE_SUFFIX)]
             return f"{why}: the upstream ivm model {upstream} was rebuilt"
         return why
     if recorded.get("schema_id") == now.schema_id:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render
-from dbt.adapters.spark_ivm.compiler.capture import changelog, delta_log, version_diff
+from dbt.adapters.spark_ivm.compiler.capture import changelog, delta_log, version_diff, weights
 from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader, ScratchWriter
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
@@ -92,7 +92,7 @@ class LogWriter(FactsReader):
                 continue
             columns = read[relation]
             # doubles grouped by their text in the log (`capture/weights.py`)
-            exact = [n for n, t in query.columns_of(relation) if t.lower() in ("double", "float")]
+            exact = weights.exact_columns(query.columns_of(relation))
             log_table = self.target.log(index)
             handed = self.handoff.get(relation)
             if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, render, union, upkeep, window
-from dbt.adapters.spark_ivm.compiler.capture import delta_log
+from dbt.adapters.spark_ivm.compiler.capture import delta_log, weights
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
 from dbt.adapters.spark_ivm.compiler.facts import (
@@ -374,7 +374,7 @@ class Maintainer(LogWriter):
                 raise RuntimeError(f"no commit of {state} between snapshots {before} and {after}")
             types = self._state_types()
             columns = list(types)
-            exact = [c for c, t in types.items() if t.lower() in ("double", "float")]
+            exact = weights.exact_columns(types.items())
             keys = self.changed_keys if self.data_changed else None
             append = delta_log.append_sql(state, columns, before, after, keys, exact)
             try:

@@ -159,15 +159,17 @@ def compaction_sqls(state: str) -> list[str]:
     ]
 
 
-def expire_sql(state: str, older_than: str) -> str:
+def expire_sql(state: str, older_than: str, retain_last: int | None = None) -> str:
     """Expire every snapshot older than `older_than` (a timestamp as Spark prints it) except
-    the newest RETAIN_LAST, deleting the files no kept snapshot references."""
+    the newest `retain_last` (default RETAIN_LAST), deleting the files no kept snapshot
+    references."""
     if not _TIMESTAMP.match(older_than):
         raise ValueError(f"not a timestamp: {older_than!r}")
+    keep = RETAIN_LAST if retain_last is None else retain_last
     return (
         f"CALL {CATALOG}.system.expire_snapshots(table => {sql(exp.Literal.string(state))}, "
         f"older_than => TIMESTAMP {sql(exp.Literal.string(older_than))}, "
-        f"retain_last => {RETAIN_LAST})"
+        f"retain_last => {keep})"
     )
 
 

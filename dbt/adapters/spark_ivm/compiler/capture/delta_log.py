@@ -32,16 +32,17 @@ from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.capture import CATALOG, version_diff
+from dbt.adapters.spark_ivm.compiler import upkeep
+from dbt.adapters.spark_ivm.compiler.capture import version_diff
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
+from dbt.adapters.spark_ivm.compiler.render import ROW, drop_state_sql
 from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+from dbt.adapters.spark_ivm.compiler.upstream import STATE_SUFFIX
 
-STATE_SUFFIX = "__ivm_state"
 LOG_SUFFIX = "__ivm_dlog"
 WEIGHT = "__ivm_w"
 SNAP = "__ivm_dl_snap"
 MARK = "__ivm_dl_mark"
-ROW = "__ivm_row__"  # the state's row kind: 0 for data rows (`render.ROW`)
 #: Copy-on-write: the log is appended to and trimmed by whole entries, and read whole.
 LOG_PROPERTIES = "'format-version'='2', 'write.delete.mode'='copy-on-write'"
 
@@ -75,7 +76,7 @@ def create_sql(state: str) -> list[str]:
         f"CAST(NULL AS BOOLEAN) AS {MARK} FROM {sql(table(state))} WHERE FALSE"
     )
     create = f"CREATE TABLE {sql(table(dlog))} USING iceberg TBLPROPERTIES ({LOG_PROPERTIES})"
-    return [f"DROP TABLE IF EXISTS {sql(table(dlog))} PURGE", f"{create} AS {empty}"]
+    return [drop_state_sql(dlog), f"{create} AS {empty}"]
 
 
 def append_sql(
@@ -109,14 +110,18 @@ def append_sql(
     return f"INSERT INTO {sql(table(log_of(state)))} {sql(entry)}"
 
 
+def _of(commits: Sequence[int]) -> exp.Expression:
+    """The log's rows of these commits."""
+    return exp.In(this=col(SNAP), expressions=[exp.Literal.number(s) for s in commits])
+
+
 def covered_sql(state: str, commits: Sequence[int]) -> str:
     """The commits among `commits` whose entry is complete (has its marker)."""
-    wanted = exp.In(this=col(SNAP), expressions=[exp.Literal.number(s) for s in commits])
     select = (
         exp.Select()
         .select(col(SNAP))
         .from_(table(log_of(state)))
-        .where(exp.and_(col(MARK), wanted))
+        .where(exp.and_(col(MARK), _of(commits)))
     )
     return sql(select)
 
@@ -125,13 +130,12 @@ def log_select(
     state: str, commits: Sequence[int], columns: Sequence[str], exact: Collection[str] = ()
 ) -> exp.Select:
     """The state's change over `commits` as a compacted weighted log of `columns`."""
-    wanted = exp.In(this=col(SNAP), expressions=[exp.Literal.number(s) for s in commits])
     rows = (
         exp.Select()
         .select(*(col(c) for c in columns))
         .select(exp.alias_(col(WEIGHT), "__ivm_cw", quoted=True))
         .from_(table(log_of(state)))
-        .where(exp.and_(exp.Not(this=col(MARK)), wanted))
+        .where(exp.and_(exp.Not(this=col(MARK)), _of(commits)))
     )
     return weighted_log(rows, columns, col("__ivm_cw"), exact)
 
@@ -142,8 +146,5 @@ def trim_sqls(state: str, older_than: str) -> list[str]:
     snapshots the same way (the files of deleted entries go with them)."""
     dlog = log_of(state)
     live = f"SELECT snapshot_id FROM {sql(table(state))}.`snapshots`"
-    expire = (
-        f"CALL {CATALOG}.system.expire_snapshots(table => {sql(exp.Literal.string(dlog))}, "
-        f"older_than => TIMESTAMP {sql(exp.Literal.string(older_than))}, retain_last => 1)"
-    )
-    return [f"DELETE FROM {sql(table(dlog))} WHERE {SNAP} NOT IN ({live})", expire]
+    delete = f"DELETE FROM {sql(table(dlog))} WHERE {SNAP} NOT IN ({live})"
+    return [delete, upkeep.expire_sql(dlog, older_than, retain_last=1)]

@@ -15,11 +15,20 @@ projection). Distinct doubles have distinct texts, and the group's value is writ
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.templates import col
+
+
+def exact_columns(columns: Iterable[tuple[str, str]]) -> list[str]:
+    """The columns, of (name, Spark type) pairs, that a log groups by their text.
+
+    >>> exact_columns([("k", "int"), ("x", "DOUBLE"), ("f", "float")])
+    ['x', 'f']
+    """
+    return [name for name, dtype in columns if dtype.lower() in ("double", "float")]
 
 
 def weighted_log(
