@@ -399,14 +399,15 @@ class Harness:
                 self.sql(stmt)
                 log.statements[table.name] = [stmt]
         else:
-            pick = random.Random(f"{seed}/{number}/tables")
-            names = self.all_table_names
-            changed = set(pick.sample(names, pick.randint(min(2, len(names)), len(names))))
             if kind == "all":
                 # Every table of this run changes. A `mixed` round draws its tables from every
                 # family's (so that `-k` replays the full run's changes), and a subset of
                 # families (the thrift one) may then see no change at all in that round.
                 changed = {table.name for table in self.tables}
+            else:
+                pick = random.Random(f"{seed}/{number}/tables")
+                names = self.all_table_names
+                changed = set(pick.sample(names, pick.randint(min(2, len(names)), len(names))))
             for table in self.tables:
                 rng = datagen.table_rng(seed, number, table)
                 rows = self.rows(table)
