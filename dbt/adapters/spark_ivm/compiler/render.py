@@ -272,16 +272,21 @@ def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> e
             )
         )
     )
-    joined: list[str] = []
+    kept: list[exp.Expression] = []  # the delta table's columns from the joined level
     for rule in plan.rules:
-        for name, node in rule.joined("s", "d").items():
+        joined = rule.joined("s", "d")
+        for name, node in joined.items():
             select = select.select(exp.alias_(node, name, quoted=True))
-            joined.append(name)
+        derived = rule.late("j")
+        if derived:
+            kept += [exp.alias_(node, name, quoted=True) for name, node in derived.items()]
+        else:
+            kept += [col(name, "j") for name in joined]
     select = select.from_(exp.alias_(exp.Subquery(this=agg), "d", table=True)).join(
         exp.alias_(table(state), "s", table=True), on=match, join_type="left"
     )
     late = [f for r in plan.rules if (f := r.joined_flag("j")) is not None]
-    if not late:
+    if not late and not any(r.late("j") for r in plan.rules):
         return select
     # flags over the folded values read them by name, one level up, so that their SQL is
     # not repeated at every use
@@ -290,7 +295,7 @@ def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> e
     outer = outer.select(
         exp.alias_(exp.or_(col(RECOMPUTE_FLAG, "j"), *late), RECOMPUTE_FLAG, quoted=True)
     )
-    outer = outer.select(*(col(c, "j") for c in [MATCHED, NEW_COUNT, *joined]))
+    outer = outer.select(*(col(c, "j") for c in [MATCHED, NEW_COUNT]), *kept)
     return outer.from_(exp.alias_(exp.Subquery(this=select), "j", table=True))
 
 

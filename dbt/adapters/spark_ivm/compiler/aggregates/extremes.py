@@ -198,8 +198,8 @@ class ExtremeRule(AggregateRule):
         )
 
     # -- folding a delta in ----------------------------------------------------------------
-    def _counted(self, s: str, d: str) -> tuple[exp.Expression, exp.Expression]:
-        """(the kept values with their new counts, unsorted; the new `full`)."""
+    def _counted(self, s: str, d: str) -> exp.Expression:
+        """The kept values with their new counts, unsorted."""
         stored = exp.func("COALESCE", col(self.top, s), self.empty())
         full = exp.func("COALESCE", col(self.full, s), exp.true())
         dlist = col(self.name("dtop"), d)
@@ -230,27 +230,35 @@ class ExtremeRule(AggregateRule):
             f"AND (NOT :cut OR __ivm_e.v {cmp} ELEMENT_AT(:d, -1).v))",
             c=counted, f=full, l=stored, cut=cut, d=dlist,
         )  # fmt: skip
-        new_full = template(f":f AND NOT :cut AND SIZE(:k) <= {self.keep}", f=full, cut=cut, k=kept)
-        return kept, new_full
+        return kept
 
     def joined(self, s: str, d: str) -> dict[str, exp.Expression]:
-        """The merged list and flag, computed where the delta meets the stored row."""
-        kept, new_full = self._counted(s, d)
+        """The kept values with their new counts (unsorted) and `full AND NOT cut`, computed
+        once where the delta meets the stored row; `late` and `joined_flag` read them."""
+        kept = self._counted(s, d)
+        full = exp.func("COALESCE", col(self.full, s), exp.true())
+        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
+        return {self.name("kept"): kept, self.name("whole"): exp.and_(full, exp.not_(cut))}
+
+    def late(self, j: str) -> dict[str, exp.Expression]:
+        """The merged list (`top'`, sorted and cut to `keep`) and flag (`full'`)."""
+        kept = col(self.name("kept"), j)
         ordered = template("ARRAY_SORT(:k)", k=kept)
         if not self._is_min:
             ordered = exp.func("REVERSE", ordered)
         return {
             self.name("mtop"): template(f"SLICE(:o, 1, {self.keep})", o=ordered),
-            self.name("mfull"): new_full,
+            self.name("mfull"): template(
+                f":w AND SIZE(:k) <= {self.keep}", w=col(self.name("whole"), j), k=kept
+            ),
         }
 
-    def needs_recompute(self, s: str, d: str) -> exp.Expression | None:
+    def joined_flag(self, j: str) -> exp.Expression | None:
         # Nothing kept and the list was not known to be complete (an empty list is at most
         # `keep` long, so `full'` reduces to `full AND NOT cut`).
-        kept, _ = self._counted(s, d)
-        full = exp.func("COALESCE", col(self.full, s), exp.true())
-        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
-        return template("SIZE(:k) = 0 AND NOT (:f AND NOT :cut)", k=kept, f=full, cut=cut)
+        return template(
+            "SIZE(:k) = 0 AND NOT :w", k=col(self.name("kept"), j), w=col(self.name("whole"), j)
+        )
 
     def merged(self, s: str, d: str) -> dict[str, exp.Expression]:
         flag = col(RECOMPUTE_FLAG, d)

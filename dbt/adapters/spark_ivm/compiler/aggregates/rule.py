@@ -112,6 +112,13 @@ class AggregateRule:
         """Columns computed where the aggregated delta `d` meets the stored row `s`."""
         return {}
 
+    def late(self, j: str) -> dict[str, exp.Expression]:
+        """The delta-table columns this rule derives one level above `joined`, from its
+        `joined` values read by name from the row `j`; when not empty they replace the
+        `joined` columns in the delta table. A value used several times is then written
+        once: Spark analyses and optimises every copy of an expression again."""
+        return {}
+
     def visible(self) -> exp.Expression:
         """The aggregate's value, computed from the state row (unqualified columns)."""
         raise NotImplementedError

@@ -1,0 +1,179 @@
+"""Where one ivm refresh spends its time, statement by statement, with Spark's plans.
+
+    .venv/bin/python -m bench.profile --sf 1 --fraction 0.001 --rounds 2 [--reuse]
+
+Uses the benchmark's data, changes and dbt project (`bench/run.py`) in its own work directory
+(`bench/.work-profile`): generates the base tables (or, with `--reuse`, keeps those a previous
+run left), builds the ivm models, then per round changes every base table and refreshes with
+`DBT_SPARK_IVM_TIMINGS=1`. For every round it writes `round-N.md` into the work directory: per
+model its statements with their seconds, and for each local-checkpoint statement (the logs,
+the delta, the recomputed groups) the SQL and Spark's final adaptive plan with its metrics (rows
+and time per operator), so that a slow statement shows which scan or join took the time.
+
+A tool for finding where the time goes before changing anything (DEVELOPERS.md); it reports no
+ratios and asserts nothing. The figures come from `bench/run.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench import changes, datagen
+from bench.run import BENCH_DIR, MODELS, Benchmark, _environment_variables
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument("--fraction", type=float, default=0.001)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pattern", choices=changes.PATTERNS, default="clustered")
+    parser.add_argument("--base-write-mode", choices=datagen.WRITE_MODES, default="copy-on-write")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
+    parser.add_argument("--reuse", action="store_true", help="keep existing base tables")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workdir", type=Path, default=BENCH_DIR / ".work-profile")
+    return parser.parse_args(argv)
+
+
+def _metrics_tree(plan: Any, depth: int = 0) -> list[str]:
+    """One line per physical operator: its one-line description and its non-zero SQL
+    metrics (rows, time, files read); query stages are opened to the plans they ran."""
+    values = []
+    it = plan.metrics().iterator()
+    while it.hasNext():
+        entry = it.next()
+        value = entry._2().value()
+        if value:
+            values.append(f"{entry._1()}={value}")
+    text = plan.simpleString(200)[:240]
+    lines = [f"{'  ' * depth}{text}" + (f"  [{', '.join(values)}]" if values else "")]
+    if plan.nodeName().endswith("QueryStage"):
+        return lines + _metrics_tree(plan.plan(), depth + 1)
+    children = plan.children()
+    for i in range(children.size()):
+        lines += _metrics_tree(children.apply(i), depth + 1)
+    return lines
+
+
+def _final_plan(df: Any) -> Any:
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":  # after execution: its final plan
+        plan = plan.executedPlan()
+    return plan
+
+
+class Recorder:
+    """Wraps the executor's scratch_view to keep each checkpoint's SQL and plan."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def install(self) -> None:
+        import time
+
+        from dbt.adapters.spark_ivm import jinja_api
+
+        original = jinja_api._ConnectionExecutor.scratch_view
+        recorder = self
+
+        def scratch_view(executor: Any, select: str, view_name: str) -> bool:
+            spark = executor._local_session()
+            if spark is None:
+                return original(executor, select, view_name)
+            executor.release_scratch_view(view_name)
+            start = time.perf_counter()
+            df = spark.sql(select)
+            rows = df.localCheckpoint(eager=True)
+            seconds = time.perf_counter() - start
+            rows.createOrReplaceTempView(view_name)
+            executor._checkpointed[view_name] = rows._jdf.queryExecution().logical()
+            try:
+                phases = df._jdf.queryExecution().tracker().phases()
+                it = phases.iterator()
+                timed = []
+                while it.hasNext():
+                    entry = it.next()
+                    timed.append(f"{entry._1()} {entry._2().durationMs()} ms")
+                plan = "phases: " + ", ".join(timed) + "\n"
+                plan += "\n".join(_metrics_tree(_final_plan(df)))
+            except Exception as exc:  # noqa: BLE001 - the plan is a diagnostic only
+                plan = f"(no plan: {exc})"
+            recorder.entries.append(
+                {"view": view_name, "seconds": seconds, "sql": select, "plan": plan}
+            )
+            return True
+
+        jinja_api._ConnectionExecutor.scratch_view = scratch_view
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    models = [m for m in args.models.split(",") if m]
+    bench_args = argparse.Namespace(
+        sf=args.sf,
+        fractions=[args.fraction],
+        reps=1,
+        scale_sfs=[],
+        scale_fraction=args.fraction,
+        pattern=args.pattern,
+        base_write_mode=args.base_write_mode,
+        steady=0,
+        steady_fraction=args.fraction,
+        seed=args.seed,
+        warmup_rounds=0,
+        rows_per_file=75000,
+        driver_memory="12g",
+        shuffle_partitions=8,
+        workdir=args.workdir,
+    )
+    variables = {
+        "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
+        "SPARK_IVM_BENCH_DRIVER_MEMORY": "12g",
+        "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": "8",
+        "DBT_SPARK_IVM_TIMINGS": "1",
+    }
+    recorder = Recorder()
+    recorder.install()
+    bench = Benchmark(bench_args)
+    select = " ".join(models)
+    with _environment_variables(variables):
+        bench.start()
+        spark = bench.spark
+        have = {r[1] for r in spark.sql(f"SHOW TABLES IN {datagen.SOURCE_SCHEMA}").collect()}
+        if not (args.reuse and {t.name for t in datagen.TABLES} <= have):
+            bench.load(args.sf)
+        built = bench.dbt.run("--select", select, "--full-refresh")
+        bench.say(bench._describe("build", built))
+        for number in range(1, args.rounds + 1):
+            seed = f"{args.seed}/profile/{os.getpid()}/{number}"
+            bench.apply_changes(seed, args.sf, args.fraction, f"round {number}")
+            recorder.entries.clear()
+            inv = bench.dbt.run("--select", select)
+            bench.say(bench._describe(f"round {number} refresh", inv))
+            out = [f"# round {number}: SF {args.sf:g}, {args.fraction:.1%}, {args.pattern}\n"]
+            for name, m in inv.models.items():
+                out.append(f"## {name}: {m.seconds:.2f} s\n\n{m.message}\n")
+                out += [f"    {s:7.3f}  {label}" for label, s in m.steps]
+                out.append("")
+            out.append("# checkpoints (in run order)\n")
+            for e in recorder.entries:
+                out.append(f"## {e['view']}: {e['seconds']:.3f} s\n")
+                out.append("```sql\n" + e["sql"] + "\n```\n")
+                out.append("```\n" + e["plan"] + "\n```\n")
+            path = args.workdir / f"round-{number}.md"
+            path.write_text("\n".join(out))
+            (args.workdir / f"round-{number}.json").write_text(
+                json.dumps({n: m.steps for n, m in inv.models.items()}, indent=1)
+            )
+            bench.say(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
