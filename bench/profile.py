@@ -36,6 +36,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-write-mode", choices=datagen.WRITE_MODES, default="copy-on-write")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
     parser.add_argument("--reuse", action="store_true", help="keep existing base tables")
+    parser.add_argument(
+        "--aux-states",
+        choices=("auto", "always", "never"),
+        help="DBT_SPARK_IVM_AUX_STATES for the ivm models (default: the plugin's)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=BENCH_DIR / ".work-profile")
     return parser.parse_args(argv)
@@ -100,7 +105,14 @@ class Recorder:
                 while it.hasNext():
                     entry = it.next()
                     timed.append(f"{entry._1()} {entry._2().durationMs()} ms")
+                rules = []
+                it = df._jdf.queryExecution().tracker().rules().iterator()
+                while it.hasNext():
+                    entry = it.next()
+                    rules.append((entry._2().totalTimeNs() / 1e6, entry._1().split(".")[-1]))
+                slowest = ", ".join(f"{name} {ms:.0f} ms" for ms, name in sorted(rules)[-6:][::-1])
                 plan = "phases: " + ", ".join(timed) + "\n"
+                plan += f"slowest rules: {slowest}\n"
                 plan += "\n".join(_metrics_tree(_final_plan(df)))
             except Exception as exc:  # noqa: BLE001 - the plan is a diagnostic only
                 plan = f"(no plan: {exc})"
@@ -138,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": "8",
         "DBT_SPARK_IVM_TIMINGS": "1",
     }
+    if args.aux_states:
+        variables["DBT_SPARK_IVM_AUX_STATES"] = args.aux_states
     recorder = Recorder()
     recorder.install()
     bench = Benchmark(bench_args)
