@@ -15,7 +15,7 @@ import json
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -267,45 +267,46 @@ def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str,
     found: list[dict[str, Any]] = []
     sf, fraction = settings["sf"], settings["scale_fraction"]
 
-    def at(model: str, wanted: float) -> dict[str, Any] | None:
-        rows = summary["by_fraction"][model]
-        return next((x for x in rows if x["fraction"] == wanted), None)
-
-    for model in summary["by_fraction"]:
-        if sf in MIN_RATIO:
-            wanted, ratio = MIN_RATIO[sf]
-            row = at(model, wanted)
-            if row is not None and row["ratio"] is not None:
+    # (change fraction, figure, target, measured, met) for every model at this SF
+    checks: list[tuple[float, str, str, Callable[[dict], str], Callable[[dict], bool]]] = []
+    if sf in MIN_RATIO:
+        wanted, ratio = MIN_RATIO[sf]
+        checks.append(
+            (
+                wanted,
+                "ratio",
+                f"ivm >= {ratio:g}x faster than full at SF {sf:g}, {wanted:.1%} changed",
+                lambda row: _x(row["ratio"]),
+                lambda row: row["ratio"] >= ratio,
+            )
+        )
+    if sf in MAX_SECONDS:
+        wanted, seconds = MAX_SECONDS[sf]
+        checks.append(
+            (
+                wanted,
+                "ivm_median",
+                f"ivm refresh <= {seconds:g} s at SF {sf:g}, {wanted:.1%} changed",
+                lambda row: f"{row['ivm_median']:.2f} s (full / ivm: {_x(row['ratio'])})",
+                lambda row: row["ivm_median"] <= seconds,
+            )
+        )
+    if sf in FASTER_AT:
+        checks.append(
+            (
+                FASTER_AT[sf],
+                "ratio",
+                f"ivm faster than full at SF {sf:g}, {FASTER_AT[sf]:.1%} changed",
+                lambda row: _x(row["ratio"]),
+                lambda row: row["ratio"] > 1,
+            )
+        )
+    for model, rows in summary["by_fraction"].items():
+        for wanted, figure, target, measured, met in checks:
+            row = next((x for x in rows if x["fraction"] == wanted), None)
+            if row is not None and row[figure] is not None:
                 found.append(
-                    {
-                        "target": f"{model}: ivm >= {ratio:g}x faster than full at SF {sf:g}, "
-                        f"{wanted:.1%} changed",
-                        "measured": _x(row["ratio"]),
-                        "met": row["ratio"] >= ratio,
-                    }
-                )
-        if sf in MAX_SECONDS:
-            wanted, seconds = MAX_SECONDS[sf]
-            row = at(model, wanted)
-            if row is not None and row["ivm_median"] is not None:
-                found.append(
-                    {
-                        "target": f"{model}: ivm refresh <= {seconds:g} s at SF {sf:g}, "
-                        f"{wanted:.1%} changed",
-                        "measured": f"{row['ivm_median']:.2f} s (full / ivm: {_x(row['ratio'])})",
-                        "met": row["ivm_median"] <= seconds,
-                    }
-                )
-        if sf in FASTER_AT:
-            row = at(model, FASTER_AT[sf])
-            if row is not None and row["ratio"] is not None:
-                found.append(
-                    {
-                        "target": f"{model}: ivm faster than full at SF {sf:g}, "
-                        f"{FASTER_AT[sf]:.1%} changed",
-                        "measured": _x(row["ratio"]),
-                        "met": row["ratio"] > 1,
-                    }
+                    {"target": f"{model}: {target}", "measured": measured(row), "met": met(row)}
                 )
     worst = max(((s, m) for m, s in summary["no_change"].items() if s is not None), default=None)
     if worst is not None:
