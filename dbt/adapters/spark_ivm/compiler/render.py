@@ -272,21 +272,23 @@ def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> e
             )
         )
     )
-    kept: list[exp.Expression] = []  # the delta table's columns from the joined level
+    outputs: list[exp.Expression] = []  # the delta table's columns from the joined level
+    derived_any = False
     for rule in plan.rules:
         joined = rule.joined("s", "d")
         for name, node in joined.items():
             select = select.select(exp.alias_(node, name, quoted=True))
         derived = rule.late("j")
+        derived_any = derived_any or bool(derived)
         if derived:
-            kept += [exp.alias_(node, name, quoted=True) for name, node in derived.items()]
+            outputs += [exp.alias_(node, name, quoted=True) for name, node in derived.items()]
         else:
-            kept += [col(name, "j") for name in joined]
+            outputs += [col(name, "j") for name in joined]
     select = select.from_(exp.alias_(exp.Subquery(this=agg), "d", table=True)).join(
         exp.alias_(table(state), "s", table=True), on=match, join_type="left"
     )
     late = [f for r in plan.rules if (f := r.joined_flag("j")) is not None]
-    if not late and not any(r.late("j") for r in plan.rules):
+    if not late and not derived_any:
         return select
     # flags over the folded values read them by name, one level up, so that their SQL is
     # not repeated at every use
@@ -295,7 +297,7 @@ def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> e
     outer = outer.select(
         exp.alias_(exp.or_(col(RECOMPUTE_FLAG, "j"), *late), RECOMPUTE_FLAG, quoted=True)
     )
-    outer = outer.select(*(col(c, "j") for c in [MATCHED, NEW_COUNT]), *kept)
+    outer = outer.select(*(col(c, "j") for c in [MATCHED, NEW_COUNT]), *outputs)
     return outer.from_(exp.alias_(exp.Subquery(this=select), "j", table=True))
 
 

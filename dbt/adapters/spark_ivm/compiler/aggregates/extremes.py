@@ -198,8 +198,9 @@ class ExtremeRule(AggregateRule):
         )
 
     # -- folding a delta in ----------------------------------------------------------------
-    def _counted(self, s: str, d: str) -> exp.Expression:
-        """The kept values with their new counts, unsorted."""
+    def joined(self, s: str, d: str) -> dict[str, exp.Expression]:
+        """The kept values with their new counts (unsorted) and `full AND NOT cut`, computed
+        once where the delta meets the stored row; `late` and `joined_flag` read them."""
         stored = exp.func("COALESCE", col(self.top, s), self.empty())
         full = exp.func("COALESCE", col(self.full, s), exp.true())
         dlist = col(self.name("dtop"), d)
@@ -230,14 +231,6 @@ class ExtremeRule(AggregateRule):
             f"AND (NOT :cut OR __ivm_e.v {cmp} ELEMENT_AT(:d, -1).v))",
             c=counted, f=full, l=stored, cut=cut, d=dlist,
         )  # fmt: skip
-        return kept
-
-    def joined(self, s: str, d: str) -> dict[str, exp.Expression]:
-        """The kept values with their new counts (unsorted) and `full AND NOT cut`, computed
-        once where the delta meets the stored row; `late` and `joined_flag` read them."""
-        kept = self._counted(s, d)
-        full = exp.func("COALESCE", col(self.full, s), exp.true())
-        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
         return {self.name("kept"): kept, self.name("whole"): exp.and_(full, exp.not_(cut))}
 
     def late(self, j: str) -> dict[str, exp.Expression]:
