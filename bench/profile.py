@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--fraction", type=float, default=0.001)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--no-change",
+        type=int,
+        default=0,
+        help="refreshes with no change after the rounds (their per-statement medians go "
+        "to no-change.md)",
+    )
     parser.add_argument("--pattern", choices=changes.PATTERNS, default="clustered")
     parser.add_argument("--base-write-mode", choices=datagen.WRITE_MODES, default="copy-on-write")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
@@ -186,7 +194,29 @@ def main(argv: list[str] | None = None) -> int:
                 json.dumps({n: m.steps for n, m in inv.models.items()}, indent=1)
             )
             bench.say(f"wrote {path}")
+        if args.no_change:
+            runs = [bench.dbt.run("--select", select) for _ in range(args.no_change)]
+            for number, inv in enumerate(runs, 1):
+                bench.say(bench._describe(f"no-change refresh {number}", inv))
+            path = args.workdir / "no-change.md"
+            path.write_text(_no_change_markdown(runs))
+            bench.say(f"wrote {path}")
     return 0
+
+
+def _no_change_markdown(runs: list[Any]) -> str:
+    """Per model: the median of its no-change refreshes and of each of its statements (by
+    position, as the refreshes all run the same statements)."""
+    out = [f"# {len(runs)} refreshes with no change (medians)\n"]
+    for name in runs[0].models:
+        timings = [inv.models[name] for inv in runs]
+        out.append(f"## {name}: {statistics.median(m.seconds for m in timings):.3f} s\n")
+        out.append(f"{timings[0].message}\n")
+        for index, (label, _) in enumerate(timings[0].steps):
+            seconds = [m.steps[index][1] for m in timings if len(m.steps) > index]
+            out.append(f"    {statistics.median(seconds):7.3f}  {label}")
+        out.append("")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,20 @@ def test_a_model_thread_reads_them_too(project: SmallProject) -> None:
     assert found == [[by_sql[0]]]
 
 
+def test_properties_are_what_show_tblproperties_lists(project: SmallProject) -> None:
+    """A base table's properties (is it Iceberg, its write modes) are read through the JVM;
+    they must be what `SHOW TBLPROPERTIES` returns, also after the table changed under the
+    session (a property set by statement)."""
+    for relation in (BASE, STATE):
+        by_sql = {str(r[0]): str(r[1]) for r in project.sql(f"SHOW TBLPROPERTIES {relation}")}
+        assert session_metadata.properties(_spark(), relation) == by_sql
+        assert by_sql["format"].startswith("iceberg")
+    project.sql(f"ALTER TABLE {BASE} SET TBLPROPERTIES ('ivm.test' = 'x')")
+    read = session_metadata.properties(_spark(), BASE)
+    assert read is not None and read["ivm.test"] == "x"
+    assert read == {str(r[0]): str(r[1]) for r in project.sql(f"SHOW TBLPROPERTIES {BASE}")}
+
+
 def test_state_totals_are_what_the_snapshots_table_says(project: SmallProject) -> None:
     from_sql = upkeep.parse_stats(project.sql(upkeep.stats_sql(STATE))[0])
     totals = session_metadata.snapshot_totals(_spark(), STATE)
@@ -95,4 +109,8 @@ def test_what_is_not_an_iceberg_table_is_left_to_sql(project: SmallProject) -> N
     assert session_metadata.heads(_spark(), [BASE, f"{SCHEMA}.v"]) is None
     assert session_metadata.heads(_spark(), [f"{SCHEMA}.missing"]) is None
     assert session_metadata.snapshot_totals(_spark(), f"{SCHEMA}.v") is None
+    assert session_metadata.properties(_spark(), f"{SCHEMA}.v") is None
+    assert session_metadata.properties(_spark(), f"{SCHEMA}.missing") is None
+    project.sql(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.plain (k INT) USING parquet")
+    assert session_metadata.properties(_spark(), f"{SCHEMA}.plain") is None
     assert session_metadata.metadata_json(_spark(), "file:/nonexistent/v1.metadata.json") is None

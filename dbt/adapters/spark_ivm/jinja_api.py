@@ -75,6 +75,10 @@ class _ConnectionExecutor:
         spark = self._local_session()
         return None if spark is None else session_metadata.heads(spark, relations)
 
+    def iceberg_properties(self, relation: str) -> dict[str, str] | None:
+        spark = self._local_session()
+        return None if spark is None else session_metadata.properties(spark, relation)
+
     def iceberg_metadata_json(self, location: str) -> str | None:
         spark = self._local_session()
         return None if spark is None else session_metadata.metadata_json(spark, location)

@@ -19,19 +19,49 @@ from typing import Any
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
 
-def _load(spark: Any, relation: str) -> Any:
-    """The Iceberg table `db.name`, resolved as Spark SQL resolves it and refreshed from the
-    metastore. (Not through `Spark3Util.loadIcebergTable`: called from a thread other than
-    the one that first used the catalog, as dbt's model threads are, its embedded-metastore
-    lookup misses and the session catalog hands back a V1 table.)"""
+def _catalog_table(spark: Any, relation: str) -> Any:
+    """Spark's catalog table `db.name` (Iceberg's `SparkTable`), resolved as Spark SQL
+    resolves it, its Iceberg table refreshed from the metastore. (Not through
+    `Spark3Util.loadIcebergTable`: called from a thread other than the one that first used
+    the catalog, as dbt's model threads are, its embedded-metastore lookup misses and the
+    session catalog hands back a V1 table.)
+
+    The catalog caches the Iceberg table object every later statement of the session reads
+    through; the refresh updates that object, so those statements see other writers'
+    commits as `REFRESH TABLE` would make them."""
     plan = spark.table(sql(table(relation)))._jdf.queryExecution().analyzed()
     while plan.getClass().getSimpleName() == "SubqueryAlias":
         plan = plan.child()
     if plan.getClass().getSimpleName() != "DataSourceV2Relation":
         raise ValueError(f"{relation} is not read through a catalog table")
-    loaded = plan.table().table()  # SparkTable -> org.apache.iceberg.Table
-    loaded.operations().refresh()
-    return loaded
+    found = plan.table()
+    found.table().operations().refresh()  # SparkTable -> org.apache.iceberg.Table
+    return found
+
+
+def _load(spark: Any, relation: str) -> Any:
+    """The Iceberg table `db.name`, refreshed (`_catalog_table`)."""
+    return _catalog_table(spark, relation).table()
+
+
+#: What `SHOW TBLPROPERTIES` leaves out of a catalog table's properties (Spark's
+#: `CatalogV2Util.TABLE_RESERVED_PROPERTIES`; DESCRIBE shows them).
+_RESERVED_PROPERTIES = frozenset(
+    {"comment", "location", "provider", "owner", "external", "is_managed_location"}
+)
+
+
+def properties(spark: Any, relation: str) -> dict[str, str] | None:
+    """The table's properties as `SHOW TBLPROPERTIES` lists them, read from the catalog's
+    table (refreshed first) without running a statement; None for anything but an Iceberg
+    catalog table (a view, a parquet or hive table, no such relation), which the SQL path
+    answers or reports."""
+    try:
+        found = _catalog_table(spark, relation).properties()
+        listed = {str(key): str(found.get(key)) for key in found.keySet().toArray()}
+    except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
+        return None
+    return {k: v for k, v in listed.items() if k not in _RESERVED_PROPERTIES}
 
 
 def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:

@@ -38,6 +38,7 @@ from dbt.adapters.spark_ivm.compiler.facts import (
     Target,
     describe_columns,
     is_iceberg,
+    relation_properties,
     table_properties,
 )
 from dbt.adapters.spark_ivm.compiler.logs import Handoff
@@ -114,11 +115,16 @@ class ChainMaintainer:
         base["publish"] = self.publish and kwargs.get("target", self.target) == self.target
         return Maintainer(**{**base, **kwargs})
 
-    def _properties(self, relation: str) -> dict[str, str] | None:
-        """The relation's properties (None: no such relation), kept for the maintainers."""
+    def _properties(self, relation: str, base: bool = False) -> dict[str, str] | None:
+        """The relation's properties (None: no such relation), kept for the maintainers.
+        A `base` relation is mostly an Iceberg table, read from the catalog without a
+        statement where the session allows; the model's own relations are views."""
         start = time.monotonic()
         try:
-            found = table_properties(self.executor.fetch, relation)
+            if base:
+                found = relation_properties(self.executor, relation)
+            else:
+                found = table_properties(self.executor.fetch, relation)
         except Exception:  # noqa: BLE001 - no such relation
             return None
         finally:
@@ -150,7 +156,7 @@ class ChainMaintainer:
         default_db = self.target.schema.lower()
         copies: dict[str, str] = {}
         for relation in base_relations(self.compiled_sql, default_db, self.model):
-            found = self._properties(relation)
+            found = self._properties(relation, base=True)
             if found is not None and not is_iceberg(found):
                 copies[relation] = snapshot_diff.copy_name(self.target.view, relation)
         for relation, copy in copies.items() if sync else ():

@@ -73,7 +73,12 @@ class MetadataReader(Protocol):
     path is taken."""
 
     def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
-        """(current metadata file, current snapshot id) of each table, in order."""
+        """(current metadata file, current snapshot id) of each table, in order, each table
+        refreshed in the session's catalog as `REFRESH TABLE` would."""
+        ...
+
+    def iceberg_properties(self, relation: str) -> dict[str, str] | None:
+        """The Iceberg table's properties as `SHOW TBLPROPERTIES` lists them."""
         ...
 
     def iceberg_metadata_json(self, location: str) -> str | None:
@@ -144,6 +149,17 @@ def table_properties(fetch: Callable[[str], list[tuple]], relation: str) -> dict
     return {str(r[0]): str(r[1]) for r in rows if len(r) >= 2}
 
 
+def relation_properties(executor: Executor, relation: str) -> dict[str, str]:
+    """A relation's TBLPROPERTIES: an Iceberg table's from the session's catalog when the
+    executor can read them there (no statement, `session_metadata.py`), else in SQL, which
+    raises when there is no such relation."""
+    if isinstance(executor, MetadataReader):
+        found = executor.iceberg_properties(relation)
+        if found is not None:
+            return found
+    return table_properties(executor.fetch, relation)
+
+
 def is_iceberg(props: dict[str, str]) -> bool:
     """Iceberg's own tables report `format=iceberg/...`; the HMS entry says table_type=ICEBERG."""
     return props.get("format", "").lower().startswith("iceberg") or (
@@ -185,7 +201,10 @@ class FactsReader:
         known = self.known_properties.get(relation)
         if known is not None:
             return known
-        return table_properties(lambda q: self._fetch("properties", q), relation)
+        return self._timed(
+            "properties",
+            lambda: relation_properties(self.executor, relation),
+        )
 
     def _base_facts(self, relations: list[str]) -> dict[str, list[tuple[str, str]]]:
         schemas: dict[str, list[tuple[str, str]]] = {}
@@ -211,17 +230,18 @@ class FactsReader:
         """The base tables' current metadata files and snapshots, read in one statement."""
         if not relations:
             return {}
-        # Catalogs cache table metadata; a commit by another writer (or a row-level
-        # operation) may not be visible to a cached entry until it is refreshed.
-        for relation in relations:
-            self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
         read = None
         if isinstance(self.executor, MetadataReader):
             reader = self.executor
+            # refreshes each table in the catalog as it reads it
             read = self._timed("snapshot", lambda: reader.iceberg_heads(relations))
         if read is not None:
             found = {i: (i, file, snapshot) for i, (file, snapshot) in enumerate(read)}
         else:
+            # Catalogs cache table metadata; a commit by another writer (or a row-level
+            # operation) may not be visible to a cached entry until it is refreshed.
+            for relation in relations:
+                self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
             rows = self._fetch("snapshot", base_tables.heads_sql(relations))
             found = {int(row[0]): row for row in rows}
         heads: dict[str, Head] = {}
