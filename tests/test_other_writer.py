@@ -2,17 +2,17 @@
 
 Iceberg's session catalog caches a table's metadata (30 s after the last access), so a commit
 made through another catalog (another process, a producer's own Spark) is invisible to a
-cached entry. The refresh runs `REFRESH TABLE` on every base table before it reads their
-heads (`FactsReader._heads`). The other writer here is a second SparkSession of the process,
+cached entry. In session mode the refresh refreshes each base table's cached Iceberg table
+object as it reads its head (`session_metadata._catalog_table`), and every later statement of
+the session reads through that object; through thrift it runs `REFRESH TABLE` on every base
+first (`FactsReader._heads`). The other writer here is a second SparkSession of the process,
 which has a catalog (and cache) of its own; the test's own reads go through dbt's session,
 whose cached entry still shows the table before those commits until a refresh runs.
 
-This is also why `REFRESH TABLE` stays although it is the largest statement total of a
-harness round (tests/README.md, *Runtime*): Iceberg's `invalidateTable` called directly on
-the session catalog did not make this test pass.
-
-Session method only (it needs the process's pyspark); the thrift server's sessions run with
-`cache-enabled=false` (README, *On a Spark cluster*).
+(Iceberg's `invalidateTable` called directly on the session catalog did not make this test
+pass; refreshing the table object does.) Session method only (it needs the process's
+pyspark); the thrift server's sessions run with `cache-enabled=false` (README, *On a Spark
+cluster*).
 """
 
 from __future__ import annotations
