@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, render
-from dbt.adapters.spark_ivm.compiler.capture import changelog, delta_log, version_diff, weights
+from dbt.adapters.spark_ivm.compiler.capture import (
+    changelog,
+    delta_log,
+    touched_files,
+    version_diff,
+    weights,
+)
 from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader, ScratchWriter
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
@@ -116,14 +122,43 @@ class LogWriter(FactsReader):
                 self.captured[relation] = self._changelog_view(relation, old, new, view)
                 select = changelog.log_select(view, columns, exact)
             else:
-                self.captured[relation] = "version diff" + (f" ({logged})" if logged else "")
-                select = version_diff.log_select(relation, old, new, columns, exact=exact)
+                snapshots = metadata[relation].snapshots
+                touched = self._touched(relation, query, snapshots, old, new)
+                self.captured[relation] = (
+                    "version diff"
+                    + (f" of {touched.count} touched files" if touched else "")
+                    + (f" ({logged})" if logged else "")
+                )
+                select = version_diff.log_select(
+                    relation, old, new, columns, exact=exact, touched=touched
+                )
             self._compute_scratch(f"log {relation}", log_table, select)
             n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
             counts[relation] = n
             if n:
                 logs[relation] = log_table
         return logs, counts
+
+    def _touched(
+        self,
+        relation: str,
+        query: Query,
+        snapshots: Mapping[int, capture.Snapshot],
+        old: int | None,
+        new: int,
+    ) -> touched_files.Touched | None:
+        """The data files a version diff old -> new must pair (`touched_files.py`); None:
+        all (no old version, not a descendant of it, or the manifests do not bound them)."""
+        chain = capture.lineage(snapshots, old, new)
+        if old is None or not chain:
+            return None
+        ids = [s.snapshot_id for s in chain]
+        try:
+            rows = self._fetch("touched files", touched_files.entries_sql(relation, ids))
+        except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
+            return None
+        found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
+        return found if isinstance(found, touched_files.Touched) else None
 
     def _logged_commits(
         self, state: str, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int

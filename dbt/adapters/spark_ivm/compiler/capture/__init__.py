@@ -11,7 +11,8 @@ projection, and the other columns may not even be comparable, e.g. maps):
 * version diff (`capture/version_diff.py`): `new EXCEPT ALL old` and `old EXCEPT ALL new` as
   one weighted GROUP BY, for tables with merge-on-read delete files, which the changelog scan
   refuses, and for a watermark that is no longer an ancestor of the current snapshot (a
-  rollback).
+  rollback); where the window's manifests bound the data files it touched
+  (`capture/touched_files.py`), only their rows are paired.
 
 Either way the log holds each distinct changed row once with its net weight
 (`__ivm_w`: +n inserted, -n deleted): a row inserted and deleted inside the window vanishes,

@@ -3,7 +3,8 @@
 For tables with merge-on-read delete files (the changelog scan refuses them) and for a
 watermark that is no longer an ancestor of the current snapshot (a rollback): every row of
 the new version with weight +1, every row of the old one with -1, compacted by
-`weights.weighted_log`. It reads both versions in full.
+`weights.weighted_log`. It reads both versions in full; where the window's manifests say
+which data files it touched (`touched_files.py`), only those files' rows are paired.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.capture.touched_files import Touched
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match, table
 
@@ -23,13 +25,15 @@ def log_select(
     columns: Sequence[str],
     keyed: tuple[str, Sequence[str]] | None = None,
     exact: Collection[str] = (),
+    touched: Touched | None = None,
 ) -> exp.Select:
     """new - old as weighted rows: the bag difference of two versions (a full scan of both).
 
     `keyed` = (relation K, key columns): only rows whose key columns match a row of K
     null-safely, for a table whose writer knows every key it changed in the window (an
     auxiliary state handing its change to the model, `chain.py`): the same log, without
-    shuffling both versions whole.
+    shuffling both versions whole. `touched`: only rows of the data files the window touched
+    (`touched_files.py`; the others are the same in both versions).
     """
 
     def version(snap: int | None, weight: int) -> exp.Select:
@@ -46,6 +50,8 @@ def log_select(
             version=exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snap)),
         )
         select = select.from_(exp.alias_(src, "__ivm_v"))
+        if touched is not None:
+            select = select.where(touched.side("__ivm_v", new=weight > 0))
         if keyed is not None:
             keys, names = keyed
             match = null_safe_match(

@@ -1,0 +1,108 @@
+"""A merge-on-read base table's version diff pairs only the data files the window touched
+(`capture/touched_files.py`): exact after UPDATE/DELETE/MERGE writing delete files, a
+compaction and a rewrite of the delete files in one window; whole versions where the window's
+manifests cannot bound the touched files."""
+
+from __future__ import annotations
+
+import pytest
+from adversarial import assert_equal_to_sql, run_messages
+from small_project import SmallProject
+
+from dbt.adapters.spark_ivm.compiler.capture import touched_files
+from dbt.adapters.spark_ivm.compiler.templates import sql
+
+SCHEMA = "ivm_touched"
+BASE = f"{SCHEMA}.base"
+MODEL = "by_key"
+SELECT = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {BASE} group by k"
+CALL = "CALL spark_catalog.system"
+MOR = (
+    "'format-version'='2', 'write.delete.mode'='merge-on-read', "
+    "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"
+)
+
+
+def test_the_side_predicates_name_the_files_and_ranges() -> None:
+    rows = [
+        (1, 0, "f/new.parquet", None, None),
+        (2, 0, "f/gone.parquet", None, None),
+        (1, 1, "f/del-1.parquet", "f/a.parquet", "f/a.parquet"),
+        (2, 1, "f/del-0.parquet", "f/b.parquet", "f/c.parquet"),
+    ]
+    found = touched_files.touched(rows, ["k", "x"])
+    assert isinstance(found, touched_files.Touched)
+    new = sql(found.side("v", new=True))
+    old = sql(found.side("v", new=False))
+    assert "'f/new.parquet'" in new and "'f/gone.parquet'" not in new
+    assert "'f/gone.parquet'" in old and "'f/new.parquet'" not in old
+    for side in (new, old):  # deletes added or removed in the window: both sides
+        assert "BETWEEN 'f/a.parquet' AND 'f/a.parquet'" in side
+        assert "BETWEEN 'f/b.parquet' AND 'f/c.parquet'" in side
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "why"),
+    [
+        ([(1, 2, "f/eq.parquet", None, None)], ["k"], "equality delete"),
+        ([(1, 1, "f/del.parquet", None, "f/a")], ["k"], "no bounds"),
+        ([(1, 0, "f/new.parquet", None, None)], ["k", "_FILE"], "column named _file"),
+    ],
+)
+def test_whole_versions_where_the_files_are_not_bounded(rows, columns, why) -> None:
+    found = touched_files.touched(rows, columns)
+    assert isinstance(found, str) and why in found
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("touched"), "touched", SCHEMA)
+    p.model(MODEL, SELECT)
+    p.start_spark()
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    p.sql(f"DROP TABLE IF EXISTS {BASE}")
+    p.sql(f"CREATE TABLE {BASE} (k string, x int) USING iceberg TBLPROPERTIES ({MOR})")
+    # several data files, so that a window touches some and not others
+    for part in range(4):
+        values = ", ".join(f"('k{i % 5}', {part * 100 + i})" for i in range(20))
+        p.sql(f"INSERT INTO {BASE} VALUES {values}, (NULL, {part}), ('k1', NULL)")
+    assert p.dbt("run").success
+    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, "build")
+    return p
+
+
+def _refresh(p: SmallProject) -> str:
+    message = run_messages(p)[MODEL]
+    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, message)
+    return message
+
+
+def test_deletes_updates_and_merges_pair_only_the_touched_files(project: SmallProject) -> None:
+    p = project
+    p.sql(f"DELETE FROM {BASE} WHERE x = 105")
+    p.sql(f"UPDATE {BASE} SET x = x + 1000 WHERE x BETWEEN 200 AND 203")
+    p.sql(
+        f"MERGE INTO {BASE} t USING (SELECT 'k2' AS k, 7 AS x UNION ALL SELECT 'k9', 8) s "
+        "ON t.x = s.x WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *"
+    )
+    message = _refresh(p)
+    assert "version diff of" in message and "touched files" in message, message
+    # a row inserted and deleted in one window, and a NULL key
+    p.sql(f"INSERT INTO {BASE} VALUES ('k7', 1), (NULL, 2)")
+    p.sql(f"DELETE FROM {BASE} WHERE k = 'k7' OR x = 2")
+    assert "touched files" in _refresh(p)
+
+
+def test_a_compaction_and_rewritten_deletes_in_the_window(project: SmallProject) -> None:
+    p = project
+    p.sql(f"DELETE FROM {BASE} WHERE x IN (3, 303)")
+    p.sql(
+        f"{CALL}.rewrite_position_delete_files(table => '{BASE}', options => map('rewrite-all', 'true'))"
+    )
+    p.sql(f"UPDATE {BASE} SET k = 'k8' WHERE x = 4")
+    p.sql(f"{CALL}.rewrite_data_files(table => '{BASE}', options => map('rewrite-all', 'true'))")
+    p.sql(f"DELETE FROM {BASE} WHERE x = 10")
+    assert "touched files" in _refresh(p)
+    # and a window with nothing but a compaction
+    p.sql(f"{CALL}.rewrite_data_files(table => '{BASE}', options => map('rewrite-all', 'true'))")
+    _refresh(p)
