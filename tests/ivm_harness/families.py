@@ -10,6 +10,8 @@ match).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .spec import Col, Family, Table
 
 # ------------------------------------------------------------------------------------------------
@@ -91,6 +93,12 @@ NATIONS = Table(
         Col("region", "string", key=True),
     ),
 )
+
+#: The star's first two tables written merge-on-read, so a join's capture meets delete files
+#: on both sides (the version diff restricted to the touched files: capture/touched_files.py).
+MOR_PROPERTIES = T3_MOR.properties
+ORDERS_MOR = replace(ORDERS, name="orders_mor", properties=MOR_PROPERTIES)
+CUSTOMERS_MOR = replace(CUSTOMERS, name="customers_mor", properties=MOR_PROPERTIES)
 
 #: Strings that equal a number when cast to it ('01', '1.0', ' 1') but not as text: IN compares
 #: a string with a number as text, a join equality as numbers.
@@ -299,6 +307,18 @@ FAMILIES: list[Family] = [
         select k, count(*) as n, sum(v) as sum_v, avg(w) as avg_w
         from {{ source('base', 't3_mor') }}
         group by k
+        """,
+        tags=("mor",),
+    ),
+    Family(
+        "left_join_mor_bases",
+        (ORDERS_MOR, CUSTOMERS_MOR),
+        """
+        select c.cid, c.segment, count(o.oid) as n, sum(o.amount) as amount,
+               max(o.qty) as max_qty, min(o.status) as min_status
+        from {{ source('base', 'customers_mor') }} c
+        left join {{ source('base', 'orders_mor') }} o on o.cust = c.cid
+        group by c.cid, c.segment
         """,
         tags=("mor",),
     ),
