@@ -20,6 +20,18 @@ Example: L = {(1,'a')}, S = {(1,'x')}; delete (1,'x') from S. K = {1}.
 and the inner part gives -1 (1,'a','x'): the view goes from (1,a,x) to (1,a,NULL).
 
 RIGHT JOIN mirrors this (the new input S is preserved); FULL JOIN applies both.
+
+When S changed, both anti joins read one relation, S|K counted at both versions (`counted`):
+
+    M = SELECT cols, SUM(n_new), SUM(n_old)
+        FROM (S_new|K with n_new = n_old = 1  UNION ALL  dS with n_new = 0, n_old = -w)
+        GROUP BY cols
+
+over the columns of S the ON clause reads. Since S_old = S_new - dS, n_old counts the rows
+of S_old and n_new those of S_new with those columns, so "no match at version v" is
+`NOT EXISTS (SELECT 1 FROM M WHERE on AND n_v > 0)`. Both anti joins then share M's scan and
+shuffle (Spark reuses the identical exchange) instead of reading S at two versions.
+Example: dS = {-(1,'x')}, S_new|K = {}: M = {(1,'x'): n_new 0, n_old 1}.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from dbt.adapters.spark_ivm.compiler.delta import (
     DELTA,
     NEW,
     OLD,
+    WEIGHT,
     Term,
     TermRenderer,
 )
@@ -132,6 +145,98 @@ def _keyed_source(
     return exp.alias_(exp.Subquery(this=inner), alias, table=True, quoted=True)
 
 
+COUNTS = {NEW: "__ivm_n_new", OLD: "__ivm_n_old"}
+
+#: Types whose GROUP BY keeps every value apart as `=` and the ON clause would see it (floats
+#: are normalised: -0.0 joins 0.0 and every NaN one group, which a function of them may tell).
+_EXACT_TYPES = (
+    "tinyint", "smallint", "int", "integer", "bigint", "string", "varchar", "char",
+    "date", "timestamp", "timestamp_ntz", "boolean", "binary", "decimal",
+)  # fmt: skip
+
+
+def _on_columns(renderer: TermRenderer, index: int, on: exp.Expression) -> list[str] | None:
+    """The columns of input `index` that `on` reads, or None when M cannot stand for it (an
+    unqualified column, or a type GROUP BY would merge values of)."""
+    alias = renderer.query.inputs[index].alias
+    types = dict(renderer.query.inputs[index].columns)
+    names: list[str] = []
+    for column in on.find_all(exp.Column):
+        if not column.table:
+            return None
+        if column.table != alias:
+            continue
+        dtype = types.get(column.name, "").lower()
+        if not dtype.startswith(_EXACT_TYPES):
+            return None
+        if column.name not in names:
+            names.append(column.name)
+    return names or None
+
+
+def _counted_source(
+    renderer: TermRenderer,
+    index: int,
+    keys: exp.Expression,
+    exprs: list[exp.Expression],
+    names: list[str],
+) -> exp.Expression:
+    """M of the module docstring for input `index`, aliased as in the model."""
+    alias = renderer.query.inputs[index].alias
+    cols = [exp.alias_(col(n, alias), n, quoted=True) for n in names]
+    one = exp.Literal.number(1)
+    new_rows = (
+        exp.Select()
+        .select(*cols, exp.alias_(one, COUNTS[NEW], quoted=True))
+        .select(exp.alias_(one.copy(), COUNTS[OLD], quoted=True))
+        .from_(renderer.source(index, NEW))
+        .where(_in_keys(keys, exprs))
+    )
+    delta_rows = (
+        exp.Select()
+        .select(*(c.copy() for c in cols))
+        .select(exp.alias_(exp.Literal.number(0), COUNTS[NEW], quoted=True))
+        .select(exp.alias_(exp.Neg(this=col(WEIGHT, alias)), COUNTS[OLD], quoted=True))
+        .from_(renderer.source(index, DELTA))
+    )
+    both = exp.union(new_rows, delta_rows, distinct=False)
+    counted = (
+        exp.Select()
+        .select(*(col(n) for n in names))
+        .select(*(exp.alias_(exp.func("SUM", col(c)), c, quoted=True) for c in COUNTS.values()))
+        .from_(exp.alias_(exp.Subquery(this=both), "__ivm_both", table=True, quoted=True))
+        .group_by(*(col(n) for n in names))
+    )
+    return exp.alias_(exp.Subquery(this=counted), alias, table=True, quoted=True)
+
+
+def _no_match_source(
+    renderer: TermRenderer,
+    index: int,
+    version: str,
+    keys: exp.Expression,
+    exprs: list[exp.Expression],
+    on: exp.Expression,
+) -> exp.Select:
+    """`SELECT 1 FROM <input index at version, K's slice> WHERE on`: the anti join's inside."""
+    names = _on_columns(renderer, index, on) if index in renderer.changed else None
+    if names is None:
+        source = _keyed_source(renderer, index, version, keys, exprs)
+        return exp.Select().select(exp.Literal.number(1)).from_(source).where(on.copy())
+    alias = renderer.query.inputs[index].alias
+    present = exp.GT(this=col(COUNTS[version], alias), expression=exp.Literal.number(0))
+    # Always true (every group has a row), but it keeps both sums alive: without it Spark
+    # prunes the unread sum and the two M's differ, so their exchange is not reused.
+    other = next(c for v, c in COUNTS.items() if v != version)
+    present = exp.and_(present, exp.Not(this=exp.Is(this=col(other, alias), expression=exp.null())))
+    return (
+        exp.Select()
+        .select(exp.Literal.number(1))
+        .from_(_counted_source(renderer, index, keys, exprs, names))
+        .where(exp.and_(on.copy(), present))
+    )
+
+
 def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Term]) -> list[Term]:
     """The padded-row terms of d(N_(k-1) <outer> S_k) for step k (see the module docstring)."""
     k = step.index
@@ -141,12 +246,7 @@ def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Ter
     for version, sign in ((NEW, 1), (OLD, -1)):
         if step.kind in (JoinKind.LEFT, JoinKind.FULL):
             # Rows of the chain so far with no match in S_k at this version.
-            no_match = (
-                exp.Select()
-                .select(exp.Literal.number(1))
-                .from_(_keyed_source(renderer, k, version, keys, rights))
-                .where(step.on.copy())
-            )
+            no_match = _no_match_source(renderer, k, version, keys, rights, step.on)
             terms.append(
                 Term(
                     base=("prefix", k - 1, version),
@@ -159,11 +259,10 @@ def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Ter
             # Rows of S_k with no match in the chain so far at this version.
             if k == 1:
                 # The chain so far is one input: read its slice of K, as for LEFT above.
-                first = _keyed_source(renderer, 0, version, keys, lefts)
-                no_match = exp.Select().select(exp.Literal.number(1)).from_(first)
+                no_match = _no_match_source(renderer, 0, version, keys, lefts, step.on)
             else:
                 no_match = renderer.prefix_from(k - 1, version).select(exp.Literal.number(1))
-            no_match = no_match.where(step.on.copy())
+                no_match = no_match.where(step.on.copy())
             terms.append(
                 Term(
                     base=("leaf", k, version),
