@@ -114,3 +114,32 @@ def test_what_is_not_an_iceberg_table_is_left_to_sql(project: SmallProject) -> N
     project.sql(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.plain (k INT) USING parquet")
     assert session_metadata.properties(_spark(), f"{SCHEMA}.plain") is None
     assert session_metadata.metadata_json(_spark(), "file:/nonexistent/v1.metadata.json") is None
+
+
+def test_rows_where_reads_what_sql_reads_through_delete_files(project: SmallProject) -> None:
+    """The state's metadata row is read in the driver (`rows_where`): it must be the row SQL
+    reads, after MERGEs that left delete files in the state, and a table's rows with its
+    position deletes applied; at most two rows; None where SQL must answer."""
+    meta_sql = f"SELECT __ivm_meta__ FROM {STATE} WHERE __ivm_row__ = 1"
+    read = session_metadata.rows_where(_spark(), STATE, "__ivm_row__", 1, ["__ivm_meta__"])
+    assert read == [tuple(r) for r in project.sql(meta_sql)] and len(read) == 1
+    assert json.loads(read[0][0])["watermarks"]
+    mor = f"{SCHEMA}.mor"
+    project.sql(f"DROP TABLE IF EXISTS {mor}")
+    project.sql(
+        f"CREATE TABLE {mor} (k INT, v STRING) USING iceberg TBLPROPERTIES ("
+        "'format-version'='2', 'write.delete.mode'='merge-on-read', "
+        "'write.update.mode'='merge-on-read')"
+    )
+    project.sql(f"INSERT INTO {mor} VALUES (1, 'a'), (2, 'b'), (3, 'c'), (2, NULL)")
+    project.sql(f"DELETE FROM {mor} WHERE v IS NULL")
+    project.sql(f"UPDATE {mor} SET v = 'c2' WHERE k = 3")
+    deletes = project.sql(f"SELECT COUNT(*) FROM {mor}.delete_files")[0][0]
+    assert deletes >= 1  # the rows below are read through position delete files
+    for k in (1, 2, 3, 4):
+        sql_rows = [tuple(r) for r in project.sql(f"SELECT v FROM {mor} WHERE k = {k}")]
+        assert session_metadata.rows_where(_spark(), mor, "k", k, ["v"]) == sql_rows
+    project.sql(f"INSERT INTO {mor} VALUES (5, 'x'), (5, 'y'), (5, 'z')")
+    assert len(session_metadata.rows_where(_spark(), mor, "k", 5, ["v"]) or []) == 2
+    assert session_metadata.rows_where(_spark(), mor, "nope", 1, ["v"]) is None
+    assert session_metadata.rows_where(_spark(), f"{SCHEMA}.v", "one", 1, ["one"]) is None

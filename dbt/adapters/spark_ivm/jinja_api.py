@@ -87,6 +87,14 @@ class _ConnectionExecutor:
         spark = self._local_session()
         return None if spark is None else session_metadata.snapshot_totals(spark, relation)
 
+    def iceberg_rows_where(
+        self, relation: str, column: str, value: int, selected: Sequence[str]
+    ) -> list[tuple] | None:
+        spark = self._local_session()
+        if spark is None:
+            return None
+        return session_metadata.rows_where(spark, relation, column, value, selected)
+
     def scratch_view(self, select: str, view_name: str) -> bool:
         """Session method only: compute `select` into the session's block store and name it
         `view_name`. A `CACHE TABLE` view keeps its query's text: every statement that reads

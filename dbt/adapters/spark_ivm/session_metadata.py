@@ -96,6 +96,40 @@ def metadata_json(spark: Any, location: str) -> str | None:
         return None
 
 
+#: More matching rows than a caller of `rows_where` can use (it wants one, or learns of two).
+_ROWS_WHERE_LIMIT = 2
+
+
+def rows_where(
+    spark: Any, relation: str, column: str, value: int, selected: Sequence[str]
+) -> list[tuple] | None:
+    """Up to two rows of `SELECT <selected> FROM relation WHERE column = value`, read in the
+    driver by Iceberg's generic reader (its delete files applied, the filter pruning files
+    by their column bounds and then rows): no Spark job, for a slice of a few rows such as
+    the state's metadata row. None where it cannot answer (not an Iceberg table, a column it
+    does not have)."""
+    jvm = spark._jvm
+    try:
+        names = spark.sparkContext._gateway.new_array(jvm.java.lang.String, len(selected) + 1)
+        for i, name in enumerate([column, *selected]):
+            names[i] = name
+        match = jvm.org.apache.iceberg.expressions.Expressions.equal(column, value)
+        scan = jvm.org.apache.iceberg.data.IcebergGenerics.read(_load(spark, relation))
+        records = scan.where(match).select(names).build()
+        found: list[tuple] = []
+        try:
+            iterator = records.iterator()
+            while iterator.hasNext() and len(found) < _ROWS_WHERE_LIMIT:
+                record = iterator.next()
+                if record.getField(column) == value:  # the reader filters; this makes sure
+                    found.append(tuple(record.getField(name) for name in selected))
+        finally:
+            records.close()
+    except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
+        return None
+    return found
+
+
 def snapshot_totals(spark: Any, relation: str) -> tuple[int, dict[str, str]] | None:
     """The table's number of snapshots and its current snapshot's summary."""
     try:
