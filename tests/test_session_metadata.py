@@ -143,3 +143,31 @@ def test_rows_where_reads_what_sql_reads_through_delete_files(project: SmallProj
     assert len(session_metadata.rows_where(_spark(), mor, "k", 5, ["v"]) or []) == 2
     assert session_metadata.rows_where(_spark(), mor, "nope", 1, ["v"]) is None
     assert session_metadata.rows_where(_spark(), f"{SCHEMA}.v", "one", 1, ["one"]) is None
+
+
+def test_metadata_files_are_read_from_the_local_disk_also_compressed(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A metadata file on this machine's disk is read directly (not through py4j); it must
+    give what Iceberg's own parser gives, for a plain and a gzip-compressed metadata file."""
+    gz = f"{SCHEMA}.gz"
+    project.sql(f"DROP TABLE IF EXISTS {gz}")
+    project.sql(
+        f"CREATE TABLE {gz} (k INT) USING iceberg "
+        "TBLPROPERTIES ('write.metadata.compression-codec'='gzip')"
+    )
+    project.sql(f"INSERT INTO {gz} VALUES (1)")
+    read = session_metadata.heads(_spark(), [BASE, gz])
+    assert read is not None
+    (plain, _), (compressed, _) = read
+    assert compressed.endswith(".gz.metadata.json")
+    local = [session_metadata.metadata_json(_spark(), loc) for loc in (plain, compressed)]
+    assert all(text is not None for text in local)
+    monkeypatch.setattr(session_metadata, "_local_file_text", lambda location: None)
+    by_iceberg = [session_metadata.metadata_json(_spark(), loc) for loc in (plain, compressed)]
+    for location, mine, theirs in zip((plain, compressed), local, by_iceberg):
+        assert theirs is not None and json.loads(mine) == json.loads(theirs)
+        assert base_tables.parse_metadata(location, [(mine,)]) == base_tables.parse_metadata(
+            location, [(theirs,)]
+        )
+    assert session_metadata._local_file_text("hdfs://namenode/warehouse/v1.metadata.json") is None

@@ -13,8 +13,11 @@ it cannot answer, and the caller then asks Spark in SQL, whose errors name the p
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
@@ -84,9 +87,32 @@ def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None]] 
     return found
 
 
+def _local_file_text(location: str) -> str | None:
+    """The text of a file on this machine's file system (a `file:` URI or an absolute path),
+    gzip-compressed or not; None for any other file system or a file that cannot be read."""
+    if location.startswith("file:"):
+        path = Path(unquote(urlparse(location).path))
+    elif location.startswith("/"):
+        path = Path(location)
+    else:
+        return None
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":  # Iceberg writes .gz.metadata.json when asked to
+            data = gzip.decompress(data)
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError, EOFError):
+        return None
+
+
 def metadata_json(spark: Any, location: str) -> str | None:
     """The JSON of the Iceberg metadata file at `location` (what `SELECT value FROM
-    text.<location>` reads), parsed and written back by Iceberg itself."""
+    text.<location>` reads): read from the local file system where it lies there (the
+    driver runs in this process: 1 ms, where handing Iceberg's JSON of 60 KB through py4j
+    took 45-50 ms), else parsed and written back by Iceberg itself."""
+    local = _local_file_text(location)
+    if local is not None:
+        return local
     jvm = spark._jvm
     try:
         io = jvm.org.apache.iceberg.hadoop.HadoopFileIO(spark._jsc.hadoopConfiguration())
