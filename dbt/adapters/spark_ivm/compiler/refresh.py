@@ -24,30 +24,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import base_tables, render, union, upkeep, window
-from dbt.adapters.spark_ivm.compiler.capture import delta_log, weights
+from dbt.adapters.spark_ivm.compiler import base_tables, render, union, window
+from dbt.adapters.spark_ivm.compiler.capture import delta_log
+from dbt.adapters.spark_ivm.compiler.commit import FAIL_ENV, STEPS, CommitWriter
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, InjectedFailure
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
 from dbt.adapters.spark_ivm.compiler.facts import (
     FORMAT_VERSION,
     Head,
-    MetadataReader,
     ScratchWriter,
-    describe_columns,
 )
-from dbt.adapters.spark_ivm.compiler.logs import LogWriter
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
-FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
-STEPS = ("capture", "logs", "delta", "recompute", "commit")
+__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Outcome", "sql_hash"]
 
 
 @dataclass
@@ -66,7 +62,7 @@ def sql_hash(compiled_sql: str) -> str:
 
 
 @dataclass(kw_only=True)
-class Maintainer(LogWriter):
+class Maintainer(CommitWriter):
     """Builds or refreshes one model. Decisions are pure; SQL goes through `executor`."""
 
     existing: str | None  # None, "view" or "table": what the relation is now
@@ -79,21 +75,10 @@ class Maintainer(LogWriter):
     # Why the SQL differs from the state's when a view it reads changed (`views.py`).
     sql_changed_because: str | None = None
     # An auxiliary state (`chain.py`): keep the scratch relations after the run (the caller
-    # releases them), and say which (delta table, key columns) hold every state key this
-    # refresh changed.
+    # releases them; `changed_keys` says where the changed state keys are).
     keep_scratch: bool = False
-    changed_keys: tuple[str, list[str]] | None = None
     committed: bool = False  # this run's refresh committed to the state table
-    # Other ivm models read this one: keep its delta log (`capture/delta_log.py`).
-    publish: bool = False
-    data_changed: bool = False  # this run's commit changed data rows of the state
-    state_types: dict[str, str] | None = None  # the state table's columns, once described
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
-
-    # -- plumbing -------------------------------------------------------------------------
-    def _checkpoint(self, step: str) -> None:
-        if os.environ.get(FAIL_ENV) == step:
-            raise InjectedFailure(f"ivm model '{self.model}': injected failure after step {step}")
 
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -345,120 +330,3 @@ class Maintainer(LogWriter):
             summary=summary,
             timings=self.timings,
         )
-
-    def _state_types(self) -> dict[str, str]:
-        if self.state_types is None:
-            described = self._fetch("describe", f"DESCRIBE TABLE {sql(table(self.target.state))}")
-            self.state_types = {n.lower(): t for n, t in describe_columns(described)}
-        return self.state_types
-
-    def _state_rows(self) -> int:
-        """The new state's data rows, for the log line: its snapshot's `total-records` less
-        the metadata row where the JVM reads it (no Spark job; the state was just written,
-        so it has no delete file), else counted."""
-        state = self.target.state
-        if isinstance(self.executor, MetadataReader):
-            reader = self.executor
-            totals = self._timed("count", lambda: reader.iceberg_snapshot_totals(state))
-            records = None if totals is None else totals[1].get("total-records")
-            if records is not None and records.isdigit() and int(records) >= 1:
-                return int(records) - 1
-        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
-        return int(self._fetch("count", select)[0][0])
-
-    def _publish(self, before: int | None) -> None:
-        """Append this commit's entry to the delta log (`capture/delta_log.py`). The refresh
-        is committed already: a failure here only logs, and readers then take the version
-        diff of the state for this commit."""
-        state = self.target.state
-        try:
-            after = self._heads([state])[state].snapshot
-            if before is None or after is None or after == before:
-                raise RuntimeError(f"no commit of {state} between snapshots {before} and {after}")
-            types = self._state_types()
-            columns = list(types)
-            exact = weights.exact_columns(types.items())
-            keys = self.changed_keys if self.data_changed else None
-            append = delta_log.append_sql(state, columns, before, after, keys, exact)
-            try:
-                self._run("delta log", append)
-            except Exception:  # noqa: BLE001 - no log yet (a reader was added): start one
-                for statement in [*delta_log.create_sql(state), append]:
-                    self._run("delta log", statement)
-        except Exception as e:  # noqa: BLE001 - must not fail a committed refresh
-            self.log(
-                f"ivm model '{self.model}': WARNING: its delta log {delta_log.log_of(state)} "
-                "misses this refresh; the models that read it take the version diff of "
-                f"{state} instead: {' '.join(str(e).split())[:300]}"
-            )
-
-    def _delta_commit(
-        self, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
-    ) -> tuple[str | None, tuple[int, int, int, int]]:
-        """The delta table, the recomputed groups and the MERGE that folds them in; the
-        state rows it inserts, updates, deletes and recomputes (no MERGE when none)."""
-        delta = self.target.delta
-        select = render.delta_table_select(the_plan, compacted, self.target.state)
-        self._compute_scratch("delta", delta, select)
-        self.changed_keys = (delta, list(the_plan.key_columns))
-        stats = self._fetch("stats", render.stats_sql(delta))[0]
-        inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
-        self._checkpoint("delta")
-        if not (inserted or updated or deleted):
-            return None, (0, 0, 0, recomputed)
-        recomputed_table = None
-        if recomputed:
-            recomputed_table = self.target.recomputed
-            select = render.recompute_select(the_plan, renderer, delta)
-            self._compute_scratch("recompute", recomputed_table, select)
-        self._checkpoint("recompute")
-        commit = render.merge_sql(
-            the_plan, self.target.state, delta, recomputed_table, new_meta, self._state_types()
-        )
-        return commit, (inserted, updated, deleted, recomputed)
-
-    def _window_commit(
-        self, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
-    ) -> tuple[str | None, int, int]:
-        """The affected partitions, their recomputed rows and the MERGE that swaps them in
-        (`window.py`); (None, 0, 0) when no change reaches a window's input."""
-        state = self.target.state
-        affected = self.target.delta
-        self._compute_scratch("delta", affected, window.affected_select(the_plan, compacted))
-        self.changed_keys = (affected, list(the_plan.key_columns))
-        self._checkpoint("delta")
-        recomputed = self.target.recomputed
-        select = window.recompute_select(the_plan, renderer, affected)
-        self._compute_scratch("recompute", recomputed, select)
-        stats = self._fetch("stats", window.stats_sql(affected, recomputed))[0]
-        partitions, rows = (int(x or 0) for x in stats)
-        self._checkpoint("recompute")
-        if not partitions:
-            return None, 0, 0
-        types = self._state_types()
-        commit = window.merge_sql(the_plan, state, affected, recomputed, new_meta, types)
-        return commit, partitions, rows
-
-    def _upkeep(self) -> None:
-        """After the commit: compact the state table and expire its old snapshots when due
-        (`upkeep.py`). The refresh is committed already, so a failure here only logs: the
-        run succeeds and the next refresh tries again."""
-        state = self.target.state
-        try:
-            if isinstance(self.executor, MetadataReader):
-                reader = self.executor
-                totals = self._timed("upkeep", lambda: reader.iceberg_snapshot_totals(state))
-                if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
-                    return
-            stats = upkeep.parse_stats(self._fetch("upkeep", upkeep.stats_sql(state))[0])
-            for label, statement in upkeep.statements(state, stats):
-                self._run(label, statement)
-            if self.publish and upkeep.needs_expiry(stats):
-                assert stats.committed_at is not None
-                for statement in delta_log.trim_sqls(state, stats.committed_at):
-                    self._run("expire", statement)
-        except Exception as e:  # noqa: BLE001 - upkeep must not fail a committed refresh
-            self.log(
-                f"ivm model '{self.model}': WARNING: upkeep of {state} failed, the refresh "
-                f"is committed and the next one retries: {' '.join(str(e).split())[:300]}"
-            )
