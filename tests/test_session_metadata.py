@@ -22,6 +22,7 @@ SCHEMA = "ivm_session_metadata"
 BASE = f"{SCHEMA}.base"
 MODEL = "by_group"
 STATE = f"{SCHEMA}.{MODEL}__ivm_state"
+MIN_MAX = "extremes"  # its state keeps ranked lists: array and struct columns
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +31,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
         tmp_path_factory.mktemp("session_metadata"), "session_metadata", SCHEMA, "session"
     )
     p.model(MODEL, f"select g, count(*) as n, sum(x) as total from {BASE} group by g")
+    p.model(MIN_MAX, f"select g, max(x) as hi, min(x) as lo, avg(x) as mean from {BASE} group by g")
     assert p.dbt("debug").success
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     p.sql(f"DROP TABLE IF EXISTS {BASE}")
@@ -171,3 +173,15 @@ def test_metadata_files_are_read_from_the_local_disk_also_compressed(
             location, [(theirs,)]
         )
     assert session_metadata._local_file_text("hdfs://namenode/warehouse/v1.metadata.json") is None
+
+
+def test_state_columns_are_what_describe_lists(project: SmallProject) -> None:
+    """The state's column types come from the catalog (no DESCRIBE): the same names and type
+    strings as DESCRIBE TABLE, also for the nested columns of a MIN/MAX state."""
+    from dbt.adapters.spark_ivm.compiler.facts import describe_columns
+
+    for state in (STATE, f"{SCHEMA}.{MIN_MAX}__ivm_state"):
+        by_sql = describe_columns(project.sql(f"DESCRIBE TABLE {state}"))
+        assert session_metadata.columns(_spark(), state) == by_sql
+    assert any("<" in dtype for _, dtype in by_sql), by_sql  # a nested type was compared
+    assert session_metadata.columns(_spark(), f"{SCHEMA}.v") is None

@@ -87,6 +87,10 @@ class _ConnectionExecutor:
         spark = self._local_session()
         return None if spark is None else session_metadata.snapshot_totals(spark, relation)
 
+    def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:
+        spark = self._local_session()
+        return None if spark is None else session_metadata.columns(spark, relation)
+
     def iceberg_rows_where(
         self, relation: str, column: str, value: int, selected: Sequence[str]
     ) -> list[tuple] | None:

@@ -122,6 +122,17 @@ def metadata_json(spark: Any, location: str) -> str | None:
         return None
 
 
+def columns(spark: Any, relation: str) -> list[tuple[str, str]] | None:
+    """The Iceberg table's (column, type) pairs as `DESCRIBE TABLE` lists them (each type's
+    `simpleString`, as Spark's DESCRIBE of a catalog table writes it), from the refreshed
+    catalog table; None for anything else."""
+    try:
+        schema = _catalog_table(spark, relation).schema()
+        return [(str(f.name()), str(f.dataType().simpleString())) for f in schema.fields()]
+    except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
+        return None
+
+
 #: More matching rows than a caller of `rows_where` can use (it wants one, or learns of two).
 _ROWS_WHERE_LIMIT = 2
 

@@ -48,9 +48,19 @@ class CommitWriter(LogWriter):
             raise InjectedFailure(f"ivm model '{self.model}': injected failure after step {step}")
 
     def _state_types(self) -> dict[str, str]:
+        """The state table's column types (lower-case names), from the session's catalog
+        where it can answer (no statement: a DESCRIBE cost 0.04-0.056 s), else DESCRIBEd."""
         if self.state_types is None:
-            described = self._fetch("describe", f"DESCRIBE TABLE {sql(table(self.target.state))}")
-            self.state_types = {n.lower(): t for n, t in describe_columns(described)}
+            state = self.target.state
+            found = None
+            if isinstance(self.executor, MetadataReader):
+                reader = self.executor
+                found = self._timed("describe", lambda: reader.iceberg_columns(state))
+            if found is None:
+                found = describe_columns(
+                    self._fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
+                )
+            self.state_types = {n.lower(): t for n, t in found}
         return self.state_types
 
     def _delta_commit(

@@ -95,6 +95,10 @@ class MetadataReader(Protocol):
         """The table's snapshot count and its current snapshot's summary."""
         ...
 
+    def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:
+        """The table's (column, type) pairs as `DESCRIBE TABLE` lists them."""
+        ...
+
     def iceberg_rows_where(
         self, relation: str, column: str, value: int, selected: Sequence[str]
     ) -> list[tuple] | None:
