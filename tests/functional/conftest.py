@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbt.adapters.factory import reset_adapters
 
 # The fixtures of dbt's functional test framework (project, adapter, unique_schema, ...).
 from dbt.tests.fixtures.project import *
@@ -82,6 +83,15 @@ def dbt_profile_target(spark_ivm_home: Path) -> dict[str, Any]:
         "method": "session",
         "ivm_home": str(spark_ivm_home),
     }
+
+
+@pytest.fixture(scope="class", autouse=True)
+def fresh_adapters() -> None:
+    """Forget the adapters an earlier dbt invocation of this process left registered. dbt's
+    `adapter` fixture registers its own only when none of its type is registered yet, so a
+    leftover one (from a test whose thrift connection was refused, say) would serve this class
+    with that test's profile. Autouse: it runs before the class's other fixtures."""
+    reset_adapters()
 
 
 @pytest.fixture(scope="class")
