@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler import upkeep, upstream
+from dbt.adapters.spark_ivm.compiler import base_tables, upkeep, upstream
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.refresh import FAIL_ENV
 
@@ -117,11 +117,6 @@ def test_a_gap_in_the_log_is_bridged_by_the_version_diff(
     p.check_models(["up", "down"])
 
 
-def _head(p: SmallProject, table: str) -> int:
-    rows = p.sql(f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1")
-    return int(rows[0][0])
-
-
 def test_a_hand_run_rollback_of_the_upstream_state_is_seen(project: SmallProject) -> None:
     """Someone rolls the upstream's state back by hand (Iceberg's `rollback_to_snapshot`): the
     upstream shows its older rows again, and its watermarks, kept in the state, go back with
@@ -134,7 +129,7 @@ def test_a_hand_run_rollback_of_the_upstream_state_is_seen(project: SmallProject
     rng = random.Random(11)
     _change(p, rng)
     assert p.run()["down"].startswith("refreshed")
-    back_to = _head(p, state)
+    back_to = int(p.sql(base_tables.heads_sql([state]))[0][2])  # the state's current snapshot
     for _ in range(2):
         _change(p, rng)
         assert p.run()["down"].startswith("refreshed")
