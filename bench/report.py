@@ -95,7 +95,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pin", ("refresh", "snapshot", "metadata", "upstream")),
     ("capture", ("changelog", "touched files", "log", "count", "snapshot diff")),
     ("key ranges", ("key ranges",)),
-    ("delta", ("delta", "stats")),
+    ("delta", ("bracket", "delta", "stats")),
     ("recompute", ("recompute",)),
     ("commit", ("commit",)),
     ("upkeep", ("upkeep", "compact", "expire")),
@@ -554,7 +554,7 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
                 "the state's metadata row; pin = current snapshot ids; capture = Iceberg "
                 "changelog read and compacted into a cached log per changed table; key ranges "
                 "= the join keys the logs touch (pruning); delta = the view delta and its "
-                "counts; recompute = MIN/MAX groups whose extreme was deleted; commit = the "
+                "counts (and the brackets of factored terms); recompute = MIN/MAX groups whose extreme was deleted; commit = the "
                 "one MERGE; dbt = the rest of the model's execution time (dbt's "
                 "materialization around the refresh)."
             ),

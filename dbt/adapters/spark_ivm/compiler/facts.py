@@ -136,6 +136,9 @@ class Target:
     def log(self, index: int) -> str:
         return self._scratch(f"log_{index}")
 
+    def bracket(self, index: int) -> str:
+        return self._scratch(f"bracket_{index}")
+
     def changelog_view(self, index: int) -> str:
         return self._scratch(f"cl_{index}")
 

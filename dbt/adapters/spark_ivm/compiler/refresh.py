@@ -30,7 +30,7 @@ from functools import partial
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import base_tables, render, union, window
+from dbt.adapters.spark_ivm.compiler import base_tables, factored, render, union, window
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.commit import FAIL_ENV, STEPS, CommitWriter
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
@@ -293,6 +293,11 @@ class Maintainer(CommitWriter):
             else:
                 compacted = render.compacted_delta_select(the_plan, renderer, ranges[0])
             assert compacted is not None
+            for n, bracket in enumerate(factored.brackets(compacted)):
+                name = self.target.bracket(n)
+                self._compute_scratch("bracket", name, bracket.this)
+                rows = int(self._fetch("bracket", f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
+                factored.with_bracket_read_from(bracket, table(name), rows)
             if the_plan.shape is Shape.WINDOW:
                 commit, partitions, rows = self._window_commit(
                     the_plan, renderer, compacted, new_meta

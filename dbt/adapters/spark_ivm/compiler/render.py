@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import bag_input
+from dbt.adapters.spark_ivm.compiler import bag_input, factored
 from dbt.adapters.spark_ivm.compiler.aggregates import (
     COUNT,
     RECOMPUTE_FLAG,
@@ -211,10 +211,15 @@ def compacted_delta_select(
     terms = join_delta_terms(renderer)
     if not terms:
         return None
-    if key_ranges:
-        terms = prune_terms(terms, plan.query, key_links(plan.query), key_ranges)
     projections = plan.delta_projections()
+    links = key_links(plan.query)
+    factoring = factored.split(terms, plan.query, links, key_ranges, projections)
+    terms = factoring.plain
+    if key_ranges:
+        terms = prune_terms(terms, plan.query, links, key_ranges)
     parts = [renderer.render(t, projections) for t in terms]
+    if factoring.factored:
+        parts.append(factored.render(renderer, factoring.factored, links, key_ranges, projections))
     union: exp.Expression = parts[0]
     for part in parts[1:]:
         union = exp.union(union, part, distinct=False)
