@@ -69,6 +69,10 @@ class LogWriter(FactsReader):
         for statement in render.create_scratch_sql(name, select):
             self._run(label, statement)
 
+    def _count_rows(self, label: str, name: str) -> int:
+        """The rows of a computed scratch relation (one small job over its rows)."""
+        return int(self._fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
+
     def _capture(
         self,
         query: Query,
@@ -133,7 +137,7 @@ class LogWriter(FactsReader):
                     relation, old, new, columns, exact=exact, touched=touched
                 )
             self._compute_scratch(f"log {relation}", log_table, select)
-            n = int(self._fetch("count", f"SELECT COUNT(*) FROM {sql(table(log_table))}")[0][0])
+            n = self._count_rows("count", log_table)
             counts[relation] = n
             if n:
                 logs[relation] = log_table

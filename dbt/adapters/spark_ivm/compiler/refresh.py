@@ -296,7 +296,7 @@ class Maintainer(CommitWriter):
             for n, bracket in enumerate(factored.brackets(compacted)):
                 name = self.target.bracket(n)
                 self._compute_scratch("bracket", name, bracket.this)
-                rows = int(self._fetch("bracket", f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
+                rows = self._count_rows("bracket", name)
                 factored.with_bracket_read_from(bracket, table(name), rows)
             if the_plan.shape is Shape.WINDOW:
                 commit, partitions, rows = self._window_commit(
