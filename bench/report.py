@@ -93,7 +93,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("properties", "describe", "describe query", "describe args", "meta", "sizes", "views"),
     ),
     ("pin", ("refresh", "snapshot", "metadata", "upstream")),
-    ("capture", ("changelog", "touched files", "log", "count", "snapshot diff")),
+    ("capture", ("changelog", "touched files", "stage files", "log", "count", "snapshot diff")),
     ("key ranges", ("key ranges",)),
     ("delta", ("bracket", "delta", "stats")),
     ("recompute", ("recompute",)),

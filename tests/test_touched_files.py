@@ -1,9 +1,13 @@
 """A merge-on-read base table's version diff pairs only the data files the window touched
-(`capture/touched_files.py`): exact after UPDATE/DELETE/MERGE writing delete files, a
-compaction and a rewrite of the delete files in one window; whole versions where the window's
-manifests cannot bound the touched files."""
+(`capture/touched_files.py`), and in session mode reads only those files
+(`capture/merge_on_read.py`, `staged_reads.py`): exact after UPDATE/DELETE/MERGE writing
+delete files, a compaction and a rewrite of the delete files in one window, a column added
+and a column widened since the files were written, an identity-partitioned table; whole
+versions where the window's manifests cannot bound the touched files."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from adversarial import assert_equal_to_sql, run_messages
@@ -16,6 +20,9 @@ SCHEMA = "ivm_touched"
 BASE = f"{SCHEMA}.base"
 MODEL = "by_key"
 SELECT = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {BASE} group by k"
+WIDE = f"{SCHEMA}.wide"
+WIDE_MODEL = "wide_by_part"
+WIDE_SELECT = f"select p, y, count(*) as n, sum(x) as s, min(x) as lo from {WIDE} group by p, y"
 CALL = "CALL spark_catalog.system"
 MOR = (
     "'format-version'='2', 'write.delete.mode'='merge-on-read', "
@@ -58,6 +65,7 @@ def test_whole_versions_where_the_files_are_not_bounded(rows, columns, why) -> N
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("touched"), "touched", SCHEMA)
     p.model(MODEL, SELECT)
+    p.model(WIDE_MODEL, WIDE_SELECT)
     p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     p.sql(f"DROP TABLE IF EXISTS {BASE}")
@@ -66,15 +74,36 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     for part in range(4):
         values = ", ".join(f"('k{i % 5}', {part * 100 + i})" for i in range(20))
         p.sql(f"INSERT INTO {BASE} VALUES {values}, (NULL, {part}), ('k1', NULL)")
+    # identity-partitioned; `y` and the widening of `x` come later (files written before them)
+    p.sql(f"DROP TABLE IF EXISTS {WIDE}")
+    p.sql(
+        f"CREATE TABLE {WIDE} (p string, x int) USING iceberg PARTITIONED BY (p) "
+        f"TBLPROPERTIES ({MOR})"
+    )
+    for part in range(3):
+        values = ", ".join(f"('p{i % 3}', {part * 100 + i})" for i in range(12))
+        p.sql(f"INSERT INTO {WIDE} VALUES {values}, (NULL, {part})")
+    p.sql(f"ALTER TABLE {WIDE} ADD COLUMN y string")
+    p.sql(f"ALTER TABLE {WIDE} ALTER COLUMN x TYPE bigint")
+    p.sql(f"INSERT INTO {WIDE} VALUES ('p0', 50, 'z')")  # the build's snapshot knows `y`
     assert p.dbt("run").success
     assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, "build")
+    assert_equal_to_sql(p, f"{SCHEMA}.{WIDE_MODEL}", WIDE_SELECT, "build")
     return p
 
 
-def _refresh(p: SmallProject) -> str:
-    message = run_messages(p)[MODEL]
-    assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, message)
+def _refresh(p: SmallProject, model: str = MODEL, select: str = SELECT) -> str:
+    message = run_messages(p)[model]
+    assert_equal_to_sql(p, f"{SCHEMA}.{model}", select, message)
     return message
+
+
+def _read_fewer_files(message: str) -> None:
+    """The session method read each side through some of the table's files, not all."""
+    found = re.search(r"read (\d+) of (\d+) files new, (\d+) of (\d+) old", message)
+    assert found, message
+    new_read, new_all, old_read, old_all = (int(g) for g in found.groups())
+    assert 0 < new_read < new_all and 0 < old_read < old_all, message
 
 
 def test_deletes_updates_and_merges_pair_only_the_touched_files(project: SmallProject) -> None:
@@ -87,6 +116,7 @@ def test_deletes_updates_and_merges_pair_only_the_touched_files(project: SmallPr
     )
     message = _refresh(p)
     assert "version diff of" in message and "touched files" in message, message
+    _read_fewer_files(message)
     # a row inserted and deleted in one window, and a NULL key
     p.sql(f"INSERT INTO {BASE} VALUES ('k7', 1), (NULL, 2)")
     p.sql(f"DELETE FROM {BASE} WHERE k = 'k7' OR x = 2")
@@ -106,3 +136,20 @@ def test_a_compaction_and_rewritten_deletes_in_the_window(project: SmallProject)
     # and a window with nothing but a compaction
     p.sql(f"{CALL}.rewrite_data_files(table => '{BASE}', options => map('rewrite-all', 'true'))")
     _refresh(p)
+
+
+def test_files_written_before_a_column_was_added_or_widened(project: SmallProject) -> None:
+    """Old files lack `y` and hold `x` as int: the file read projects them by field id, as
+    the table's own scan does (a rename of a read column is refused before, see
+    test_adversarial_events)."""
+    p = project
+    p.sql(f"UPDATE {WIDE} SET y = 'a' WHERE x IN (1, 102)")
+    p.sql(f"DELETE FROM {WIDE} WHERE x = 4 OR p IS NULL AND x = 1")
+    p.sql(f"INSERT INTO {WIDE} VALUES ('p1', 7, 'b'), (NULL, NULL, NULL)")
+    _read_fewer_files(_refresh(p, WIDE_MODEL, WIDE_SELECT))
+    p.sql(f"UPDATE {WIDE} SET x = x + 3000000000 WHERE x IN (5, 205)")
+    p.sql(
+        f"MERGE INTO {WIDE} t USING (SELECT 'p2' AS p, 8 AS x) s ON t.x = s.x AND t.p = s.p "
+        "WHEN MATCHED THEN UPDATE SET y = 'm' WHEN NOT MATCHED THEN INSERT (p, x) VALUES (p, x)"
+    )
+    _read_fewer_files(_refresh(p, WIDE_MODEL, WIDE_SELECT))

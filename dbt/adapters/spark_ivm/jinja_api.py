@@ -7,7 +7,7 @@ plain dicts, so the macros stay thin: they decide nothing, they orchestrate.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dbt.adapters.base import available
@@ -15,7 +15,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_ivm import session_metadata
+from dbt.adapters.spark_ivm import session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler import explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
@@ -42,6 +42,7 @@ class _ConnectionExecutor:
     def __init__(self, adapter: Any) -> None:
         self.adapter = adapter
         self._checkpointed: dict[str, Any] = {}  # scratch view -> its rows' JVM RDD
+        self._staged: dict[str, staged_reads.StagedRead] = {}  # scratch view -> its task set
 
     def execute(self, statement: str) -> None:
         self.adapter.connections.add_query(statement, auto_begin=False)
@@ -70,6 +71,22 @@ class _ConnectionExecutor:
         from pyspark.sql import SparkSession  # session method: pyspark is installed
 
         return SparkSession.builder.getOrCreate()
+
+    def file_scan_view(
+        self, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+    ) -> tuple[int, int] | None:
+        """Session method only: `relation` at `snapshot`, read through the data files whose
+        path `keep` accepts, as the temp view `view_name` (`staged_reads.py`); (files read,
+        files planned), or None."""
+        spark = self._local_session()
+        if spark is None:
+            return None
+        self.release_scratch_view(view_name)
+        staged = staged_reads.stage(spark, relation, snapshot, keep, view_name)
+        if staged is None:
+            return None
+        self._staged[view_name] = staged
+        return staged.kept, staged.planned
 
     def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
         spark = self._local_session()
@@ -130,6 +147,9 @@ class _ConnectionExecutor:
         return True
 
     def release_scratch_view(self, view_name: str) -> None:
+        staged = self._staged.pop(view_name, None)
+        if staged is not None:
+            staged_reads.release(self._local_session(), staged)
         plan = self._checkpointed.pop(view_name, None)
         if plan is not None:
             try:

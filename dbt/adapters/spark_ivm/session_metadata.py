@@ -42,7 +42,7 @@ def _catalog_table(spark: Any, relation: str) -> Any:
     return found
 
 
-def _load(spark: Any, relation: str) -> Any:
+def iceberg_table(spark: Any, relation: str) -> Any:
     """The Iceberg table `db.name`, refreshed (`_catalog_table`)."""
     return _catalog_table(spark, relation).table()
 
@@ -74,7 +74,7 @@ def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None]] 
     found: list[tuple[str, int | None]] = []
     try:
         for relation in relations:
-            current = _load(spark, relation).operations().current()
+            current = iceberg_table(spark, relation).operations().current()
             snapshot = current.currentSnapshot()
             found.append(
                 (
@@ -151,7 +151,7 @@ def rows_where(
         for i, name in enumerate([column, *selected]):
             names[i] = name
         match = jvm.org.apache.iceberg.expressions.Expressions.equal(column, value)
-        scan = jvm.org.apache.iceberg.data.IcebergGenerics.read(_load(spark, relation))
+        scan = jvm.org.apache.iceberg.data.IcebergGenerics.read(iceberg_table(spark, relation))
         records = scan.where(match).select(names).build()
         found: list[tuple] = []
         try:
@@ -170,7 +170,7 @@ def rows_where(
 def snapshot_totals(spark: Any, relation: str) -> tuple[int, dict[str, str]] | None:
     """The table's number of snapshots and its current snapshot's summary."""
     try:
-        current = _load(spark, relation).operations().current()
+        current = iceberg_table(spark, relation).operations().current()
         snapshot = current.currentSnapshot()
         summary = {} if snapshot is None else dict(snapshot.summary())
         return int(current.snapshots().size()), {str(k): str(v) for k, v in summary.items()}

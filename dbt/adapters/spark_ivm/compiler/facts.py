@@ -73,6 +73,20 @@ class ScratchWriter(Protocol):
 
 
 @runtime_checkable
+class FileScanReader(Protocol):
+    """An executor that can read an Iceberg table at a snapshot through some of its data
+    files only (the session method; `capture/merge_on_read.py`)."""
+
+    def file_scan_view(
+        self, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+    ) -> tuple[int, int] | None:
+        """Create `view_name` over the rows `relation` had at `snapshot` in the data files
+        whose path `keep` accepts; (files read, files planned), or None when this connection
+        cannot (then SQL reads the whole version). `release_scratch_view` frees it."""
+        ...
+
+
+@runtime_checkable
 class MetadataReader(Protocol):
     """An executor that can read Iceberg table metadata without a Spark job (the session
     method, `session_metadata.py`); each method returns None where it cannot, and the SQL
@@ -141,6 +155,9 @@ class Target:
 
     def changelog_view(self, index: int) -> str:
         return self._scratch(f"cl_{index}")
+
+    def file_scan(self, index: int, new: bool) -> str:
+        return self._scratch(f"files_{index}_{'new' if new else 'old'}")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from sqlglot import exp
 
@@ -20,11 +21,17 @@ from dbt.adapters.spark_ivm.compiler import base_tables, capture, pruning, rende
 from dbt.adapters.spark_ivm.compiler.capture import (
     changelog,
     delta_log,
+    merge_on_read,
     touched_files,
     version_diff,
     weights,
 )
-from dbt.adapters.spark_ivm.compiler.facts import ChangelogReader, FactsReader, ScratchWriter
+from dbt.adapters.spark_ivm.compiler.facts import (
+    ChangelogReader,
+    FactsReader,
+    FileScanReader,
+    ScratchWriter,
+)
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 
@@ -128,14 +135,23 @@ class LogWriter(FactsReader):
             else:
                 snapshots = metadata[relation].snapshots
                 touched = self._touched(relation, query, snapshots, old, new)
+                views = (
+                    None
+                    if touched is None
+                    else self._file_scans(relation, index, old, new, touched)
+                )
                 self.captured[relation] = (
                     "version diff"
                     + (f" of {touched.count} touched files" if touched else "")
+                    + (f", {views[2]}" if views else "")
                     + (f" ({logged})" if logged else "")
                 )
-                select = version_diff.log_select(
-                    relation, old, new, columns, exact=exact, touched=touched
-                )
+                if views is not None:
+                    select = merge_on_read.log_select(views[0], views[1], columns, exact)
+                else:
+                    select = version_diff.log_select(
+                        relation, old, new, columns, exact=exact, touched=touched
+                    )
             self._compute_scratch(f"log {relation}", log_table, select)
             n = self._count_rows("count", log_table)
             counts[relation] = n
@@ -163,6 +179,32 @@ class LogWriter(FactsReader):
             return None
         found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
         return found if isinstance(found, touched_files.Touched) else None
+
+    def _file_scans(
+        self, relation: str, index: int, old: int | None, new: int, touched: touched_files.Touched
+    ) -> tuple[str, str, str] | None:
+        """The two sides of a touched-files version diff read through their files only
+        (`capture/merge_on_read.py`): (new side's view, old side's view, what was read), or
+        None where the connection cannot (then SQL scans both versions whole)."""
+        if old is None or not isinstance(self.executor, FileScanReader):
+            return None
+        start = time.monotonic()
+        read: list[tuple[int, int]] = []
+        views = (self.target.file_scan(index, new=True), self.target.file_scan(index, new=False))
+        for view, snapshot, is_new in ((views[0], new, True), (views[1], old, False)):
+            self.scratch.append(view)
+            found = self.executor.file_scan_view(
+                relation, snapshot, partial(touched.keeps, new=is_new), view
+            )
+            if found is None:
+                return None
+            read.append(found)
+        self.timings.append(("stage files", time.monotonic() - start))
+        (new_kept, new_planned), (old_kept, old_planned) = read
+        return (
+            *views,
+            f"read {new_kept} of {new_planned} files new, {old_kept} of {old_planned} old",
+        )
 
     def _logged_commits(
         self, state: str, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int

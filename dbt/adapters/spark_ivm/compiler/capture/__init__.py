@@ -12,7 +12,8 @@ projection, and the other columns may not even be comparable, e.g. maps):
   one weighted GROUP BY, for tables with merge-on-read delete files, which the changelog scan
   refuses, and for a watermark that is no longer an ancestor of the current snapshot (a
   rollback); where the window's manifests bound the data files it touched
-  (`capture/touched_files.py`), only their rows are paired.
+  (`capture/touched_files.py`), only their rows are paired, and where the connection can
+  (the session method) only those files are read (`capture/merge_on_read.py`).
 
 Either way the log holds each distinct changed row once with its net weight
 (`__ivm_w`: +n inserted, -n deleted): a row inserted and deleted inside the window vanishes,

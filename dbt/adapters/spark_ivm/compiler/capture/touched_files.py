@@ -55,6 +55,16 @@ class Touched:
         """Files named or bounded (a range may hold several data files)."""
         return len(set(self.removed) | set(self.added)) + len(self.ranges)
 
+    def keeps(self, path: str, new: bool) -> bool:
+        """Does the new (or old) side read data file `path`? (`side` as a test in Python;
+        Python's string order is Spark's: UTF-8 keeps code point order.)
+
+        >>> Touched(("d1",), ("d9",), (("d3", "d4"),)).keeps("d3", new=True)
+        True
+        """
+        listed = self.added if new else self.removed
+        return path in listed or any(low <= path <= high for low, high in self.ranges)
+
     def side(self, alias: str, new: bool) -> exp.Expression:
         """The predicate over `alias._file` for the new (or old) version's rows."""
         path = col(FILE, alias)

@@ -4,7 +4,8 @@ For tables with merge-on-read delete files (the changelog scan refuses them) and
 watermark that is no longer an ancestor of the current snapshot (a rollback): every row of
 the new version with weight +1, every row of the old one with -1, compacted by
 `weights.weighted_log`. It reads both versions in full; where the window's manifests say
-which data files it touched (`touched_files.py`), only those files' rows are paired.
+which data files it touched (`touched_files.py`), only those files' rows are paired (and in
+session mode only those files are read: `merge_on_read.py`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""staged_reads: an Iceberg table at one snapshot, read through a chosen set of its data files.
+
+A merge-on-read base's change is the version diff of the data files its window touched
+(`compiler/capture/merge_on_read.py`). In SQL a `_file` predicate is not pushed into Iceberg's
+scan, so both versions are read whole to keep a few files' rows. Iceberg's own rewrite
+actions read a chosen set of files another way: they plan the table's scan, keep the tasks
+they want, stage them under an id (`ScanTaskSetManager`) and read the table with the read
+option `scan-task-set-id`. Each planned task carries the delete files that apply to its data
+file at the planned snapshot, the table's current schema projects old files by field id, and
+identity partition values come from the metadata, so a staged read returns exactly the rows
+`VERSION AS OF` would, of those files only.
+
+Session method only (the staged tasks live in the driver's JVM). Every function returns None
+where it cannot, and the caller reads both versions in SQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.spark_ivm.session_metadata import iceberg_table
+
+#: Iceberg's read option naming a staged task set (`SparkReadOptions.SCAN_TASK_SET_ID`).
+TASK_SET_OPTION = "scan-task-set-id"
+
+
+@dataclass(frozen=True)
+class StagedRead:
+    """A staged task set: what `release` needs, and what the log line reports."""
+
+    table: Any  # org.apache.iceberg.Table the tasks were staged for
+    set_id: str
+    kept: int  # data files read
+    planned: int  # data files of the table at the snapshot
+
+
+def stage(
+    spark: Any, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+) -> StagedRead | None:
+    """Plan `relation`'s scan at `snapshot`, stage the tasks of the data files whose path
+    `keep` accepts, and name their read `view_name` (a session temp view); None where this
+    session cannot (then nothing is staged)."""
+    try:
+        table = iceberg_table(spark, relation)
+        tasks = spark._jvm.java.util.ArrayList()
+        planned = 0
+        files = table.newScan().useSnapshot(snapshot).planFiles()
+        try:
+            iterator = files.iterator()
+            while iterator.hasNext():
+                task = iterator.next()
+                planned += 1
+                if keep(str(task.file().location())):
+                    tasks.add(task)
+        finally:
+            files.close()
+        set_id = f"ivm-{uuid.uuid4()}"
+        spark._jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
+            table, set_id, tasks
+        )
+        staged = StagedRead(table, set_id, int(tasks.size()), planned)
+        name = ".".join(_quote(part) for part in ["spark_catalog", *relation.split(".")])
+        try:
+            # through the catalog's table, whose scan builder takes the option (Iceberg's
+            # own `format("iceberg").load(name)` wants a catalog of Iceberg's making)
+            read = spark.read.option(TASK_SET_OPTION, set_id).table(name)
+            read.createOrReplaceTempView(view_name)
+        except Exception:
+            release(spark, staged)
+            raise
+    except Exception:  # noqa: BLE001 - e.g. not an Iceberg table: SQL reads both versions
+        return None
+    return staged
+
+
+def release(spark: Any, staged: StagedRead) -> None:
+    """Forget a staged task set (its read has been computed, or is abandoned)."""
+    try:
+        manager = spark._jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        manager.removeTasks(staged.table, staged.set_id)
+    except Exception:  # noqa: BLE001, S110 - the set is a few task objects in the driver
+        pass
+
+
+def _quote(identifier: str) -> str:
+    return "`" + identifier.replace("`", "``") + "`"
