@@ -2,8 +2,8 @@
 
 Before the commit: the delta table (per state key: the change and the stored counts it
 meets), the groups whose MIN/MAX must be recomputed, and the MERGE that folds both into the
-state table together with the metadata row's new watermarks (`render.merge_sql`; a window
-model swaps its affected partitions instead, `window.py`). After it: the state's row count
+state table together with the metadata row's new watermarks (`state_merge.merge_sql`; a
+window model swaps its affected partitions instead, `window.py`). After it: the state's row count
 for the log line, the entry of the delta log its readers take (`capture/delta_log.py`) and
 the state's upkeep (`upkeep.py`); a failure there never undoes the committed refresh.
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import render, upkeep, window
+from dbt.adapters.spark_ivm.compiler import render, state_merge, upkeep, window
 from dbt.adapters.spark_ivm.compiler.capture import delta_log, weights
 from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.errors import InjectedFailure
@@ -69,10 +69,10 @@ class CommitWriter(LogWriter):
         """The delta table, the recomputed groups and the MERGE that folds them in; the
         state rows it inserts, updates, deletes and recomputes (no MERGE when none)."""
         delta = self.target.delta
-        select = render.delta_table_select(the_plan, compacted, self.target.state)
+        select = state_merge.delta_table_select(the_plan, compacted, self.target.state)
         self._compute_scratch("delta", delta, select)
         self.changed_keys = (delta, list(the_plan.key_columns))
-        stats = self._fetch("stats", render.stats_sql(delta))[0]
+        stats = self._fetch("stats", state_merge.stats_sql(delta))[0]
         inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
         self._checkpoint("delta")
         if not (inserted or updated or deleted):
@@ -83,7 +83,7 @@ class CommitWriter(LogWriter):
             select = render.recompute_select(the_plan, renderer, delta)
             self._compute_scratch("recompute", recomputed_table, select)
         self._checkpoint("recompute")
-        commit = render.merge_sql(
+        commit = state_merge.merge_sql(
             the_plan, self.target.state, delta, recomputed_table, new_meta, self._state_types()
         )
         return commit, (inserted, updated, deleted, recomputed)
