@@ -13,6 +13,7 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
+from dbt.adapters.spark_ivm import session_metadata
 from dbt.adapters.spark_ivm.compiler.capture import touched_files
 from dbt.adapters.spark_ivm.compiler.templates import sql
 
@@ -153,3 +154,28 @@ def test_files_written_before_a_column_was_added_or_widened(project: SmallProjec
         "WHEN MATCHED THEN UPDATE SET y = 'm' WHEN NOT MATCHED THEN INSERT (p, x) VALUES (p, x)"
     )
     _read_fewer_files(_refresh(p, WIDE_MODEL, WIDE_SELECT))
+
+
+def test_the_driver_reads_the_window_files_sql_reads(project: SmallProject) -> None:
+    """Session method: the window's files come from the snapshots' manifests in the driver
+    (`session_metadata.window_files`), the same rows as `all_entries` in SQL, delete files
+    added and removed and their path bounds included."""
+    from pyspark.sql import SparkSession  # the session method: this process's Spark
+
+    p = project
+    p.sql(f"DELETE FROM {BASE} WHERE x IN (11, 311)")
+    p.sql(
+        f"{CALL}.rewrite_position_delete_files(table => '{BASE}', options => map('rewrite-all', 'true'))"
+    )
+    p.sql(f"UPDATE {BASE} SET x = x + 1 WHERE x = 12")
+    ids = [
+        int(r[0]) for r in p.sql(f"SELECT snapshot_id FROM {BASE}.snapshots ORDER BY committed_at")
+    ]
+    window = ids[-3:]
+    spark = SparkSession.builder.getOrCreate()
+    driver = session_metadata.window_files(spark, BASE, window, touched_files.DELETE_FILE_PATH_ID)
+    assert driver is not None
+    in_sql = p.sql(touched_files.entries_sql(BASE, window))
+    assert {tuple(r) for r in driver} == {tuple(r) for r in in_sql}
+    assert {(r[0], r[1]) for r in driver} >= {(1, 0), (1, 1), (2, 1)}, driver
+    _refresh(p)

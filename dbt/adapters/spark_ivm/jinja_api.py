@@ -116,6 +116,14 @@ class _ConnectionExecutor:
             return None
         return session_metadata.rows_where(spark, relation, column, value, selected)
 
+    def iceberg_window_files(
+        self, relation: str, snapshot_ids: Sequence[int], path_field: int
+    ) -> list[tuple] | None:
+        spark = self._local_session()
+        if spark is None:
+            return None
+        return session_metadata.window_files(spark, relation, snapshot_ids, path_field)
+
     def scratch_view(self, select: str, view_name: str) -> bool:
         """Session method only: compute `select` into the session's block store and name it
         `view_name`. A `CACHE TABLE` view keeps its query's text: every statement that reads

@@ -176,3 +176,60 @@ def snapshot_totals(spark: Any, relation: str) -> tuple[int, dict[str, str]] | N
         return int(current.snapshots().size()), {str(k): str(v) for k, v in summary.items()}
     except Exception:  # noqa: BLE001 - the SQL path reads the snapshots table instead
         return None
+
+
+def window_files(
+    spark: Any, relation: str, snapshot_ids: Sequence[int], path_field: int
+) -> list[tuple] | None:
+    """What `capture.touched_files.entries_sql` reads from `all_entries`, read in the driver
+    from the manifests the window's snapshots wrote (no Spark job): (status 1 added /
+    2 removed, content 0 data / 1 position / 2 equality deletes, path, lower and upper bound
+    of the field `path_field` as text or None) per file a snapshot added or removed.
+
+    A snapshot's added and removed files are the entries of that status and snapshot id in
+    the manifests it wrote (a manifest merged later lists them as existing). Read through
+    the manifests, not `Snapshot.removedDeleteFiles`, which drops the removed files' bounds."""
+    jvm = spark._jvm
+    try:
+        table = iceberg_table(spark, relation)
+        io, specs = table.io(), table.specs()
+        manifests = jvm.org.apache.iceberg.ManifestFiles
+        text_type = jvm.org.apache.iceberg.types.Types.StringType.get()
+        conversions = jvm.org.apache.iceberg.types.Conversions
+
+        def bound(bounds: Any) -> str | None:
+            found = None if bounds is None else bounds.get(path_field)
+            return None if found is None else str(conversions.fromByteBuffer(text_type, found))
+
+        rows: list[tuple] = []
+        for snapshot_id in snapshot_ids:
+            snapshot = table.snapshot(snapshot_id)
+            if snapshot is None:
+                return None
+            for read, listed in (
+                (manifests.read, snapshot.dataManifests(io)),
+                (manifests.readDeleteManifest, snapshot.deleteManifests(io)),
+            ):
+                for manifest in listed:
+                    writer = manifest.snapshotId()
+                    if writer is not None and int(writer) != snapshot_id:
+                        continue  # its entries of this window are another snapshot's
+                    reader = read(manifest, io, specs)
+                    try:
+                        entries = reader.entries().iterator()
+                        while entries.hasNext():
+                            entry = entries.next()
+                            status = int(entry.status().id())
+                            if status == 0 or int(entry.snapshotId()) != snapshot_id:
+                                continue  # EXISTING: a file carried over, not changed
+                            f = entry.file()
+                            content = int(f.content().id())
+                            low = high = None
+                            if content != 0:
+                                low, high = bound(f.lowerBounds()), bound(f.upperBounds())
+                            rows.append((status, content, str(f.location()), low, high))
+                    finally:
+                        reader.close()
+    except Exception:  # noqa: BLE001 - the SQL path reads `all_entries` instead
+        return None
+    return rows

@@ -119,6 +119,13 @@ class MetadataReader(Protocol):
         """Up to two rows of `SELECT <selected> FROM relation WHERE column = value`."""
         ...
 
+    def iceberg_window_files(
+        self, relation: str, snapshot_ids: Sequence[int], path_field: int
+    ) -> list[tuple] | None:
+        """The files the snapshots added or removed, as `touched_files.entries_sql` reads
+        them: (status, content, path, lower and upper bound of field `path_field`)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Target:

@@ -30,6 +30,7 @@ from dbt.adapters.spark_ivm.compiler.facts import (
     ChangelogReader,
     FactsReader,
     FileScanReader,
+    MetadataReader,
     ScratchWriter,
 )
 from dbt.adapters.spark_ivm.compiler.ir import Query
@@ -173,10 +174,20 @@ class LogWriter(FactsReader):
         if old is None or not chain:
             return None
         ids = [s.snapshot_id for s in chain]
-        try:
-            rows = self._fetch("touched files", touched_files.entries_sql(relation, ids))
-        except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
-            return None
+        rows = None
+        if isinstance(self.executor, MetadataReader):
+            reader = self.executor
+            rows = self._timed(
+                "touched files",
+                lambda: reader.iceberg_window_files(
+                    relation, ids, touched_files.DELETE_FILE_PATH_ID
+                ),
+            )
+        if rows is None:
+            try:
+                rows = self._fetch("touched files", touched_files.entries_sql(relation, ids))
+            except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
+                return None
         found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
         return found if isinstance(found, touched_files.Touched) else None
 
