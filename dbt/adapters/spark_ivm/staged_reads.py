@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.spark_ivm.compiler.templates import sql, table
 from dbt.adapters.spark_ivm.session_metadata import iceberg_table
 
 #: Iceberg's read option naming a staged task set (`SparkReadOptions.SCAN_TASK_SET_ID`).
@@ -44,10 +45,10 @@ def stage(
     `keep` accepts, and name their read `view_name` (a session temp view); None where this
     session cannot (then nothing is staged)."""
     try:
-        table = iceberg_table(spark, relation)
+        iceberg = iceberg_table(spark, relation)
         tasks = spark._jvm.java.util.ArrayList()
         planned = 0
-        files = table.newScan().useSnapshot(snapshot).planFiles()
+        files = iceberg.newScan().useSnapshot(snapshot).planFiles()
         try:
             iterator = files.iterator()
             while iterator.hasNext():
@@ -59,14 +60,13 @@ def stage(
             files.close()
         set_id = f"ivm-{uuid.uuid4()}"
         spark._jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
-            table, set_id, tasks
+            iceberg, set_id, tasks
         )
-        staged = StagedRead(table, set_id, int(tasks.size()), planned)
-        name = ".".join(_quote(part) for part in ["spark_catalog", *relation.split(".")])
+        staged = StagedRead(iceberg, set_id, int(tasks.size()), planned)
         try:
-            # through the catalog's table, whose scan builder takes the option (Iceberg's
-            # own `format("iceberg").load(name)` wants a catalog of Iceberg's making)
-            read = spark.read.option(TASK_SET_OPTION, set_id).table(name)
+            # the table `iceberg_table` resolved, by the same name: its catalog's scan builder
+            # takes the option (`format("iceberg").load(name)` wants a catalog of Iceberg's)
+            read = spark.read.option(TASK_SET_OPTION, set_id).table(sql(table(relation)))
             read.createOrReplaceTempView(view_name)
         except Exception:
             release(spark, staged)
@@ -83,7 +83,3 @@ def release(spark: Any, staged: StagedRead) -> None:
         manager.removeTasks(staged.table, staged.set_id)
     except Exception:  # noqa: BLE001, S110 - the set is a few task objects in the driver
         pass
-
-
-def _quote(identifier: str) -> str:
-    return "`" + identifier.replace("`", "``") + "`"

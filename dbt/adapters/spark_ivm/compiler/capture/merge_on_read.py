@@ -27,22 +27,15 @@ from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.capture.version_diff import weighted_rows
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
-from dbt.adapters.spark_ivm.compiler.templates import col
+from dbt.adapters.spark_ivm.compiler.templates import col, table
 
 
 def log_select(
     new_view: str, old_view: str, columns: Sequence[str], exact: Collection[str] = ()
 ) -> exp.Select:
     """The compacted log of two file-restricted reads: `new_view` (+1), `old_view` (-1)."""
-
-    def side(view: str, weight: int) -> exp.Select:
-        return (
-            exp.Select()
-            .select(*(col(c, "__ivm_v") for c in columns))
-            .select(exp.alias_(exp.Literal.number(weight), "__ivm_cw", quoted=True))
-            .from_(exp.alias_(exp.to_identifier(view, quoted=True), "__ivm_v"))
-        )
-
-    union = exp.union(side(new_view, 1), side(old_view, -1), distinct=False)
-    return weighted_log(union, columns, col("__ivm_cw"), exact)
+    new = weighted_rows(table(new_view), columns, 1)
+    old = weighted_rows(table(old_view), columns, -1)
+    return weighted_log(exp.union(new, old, distinct=False), columns, col("__ivm_cw"), exact)

@@ -19,6 +19,17 @@ from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match, table
 
 
+def weighted_rows(source: exp.Table, columns: Sequence[str], weight: int) -> exp.Select:
+    """One side of a version diff: `columns` of `source` (aliased `__ivm_v`), each row with
+    the weight `__ivm_cw` (+1 the new version, -1 the old)."""
+    return (
+        exp.Select()
+        .select(*(col(c, "__ivm_v") for c in columns))
+        .select(exp.alias_(exp.Literal.number(weight), "__ivm_cw", quoted=True))
+        .from_(exp.alias_(source, "__ivm_v"))
+    )
+
+
 def log_select(
     relation: str,
     old: int | None,
@@ -38,19 +49,14 @@ def log_select(
     """
 
     def version(snap: int | None, weight: int) -> exp.Select:
-        select = (
-            exp.Select()
-            .select(*(col(c, "__ivm_v") for c in columns))
-            .select(exp.alias_(exp.Literal.number(weight), "__ivm_cw", quoted=True))
-        )
         if snap is None:
-            return select.from_(exp.alias_(table(relation), "__ivm_v")).where(exp.false())
+            return weighted_rows(table(relation), columns, weight).where(exp.false())
         src = exp.Table(
             this=exp.to_identifier(relation.split(".")[1], quoted=True),
             db=exp.to_identifier(relation.split(".")[0], quoted=True),
             version=exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snap)),
         )
-        select = select.from_(exp.alias_(src, "__ivm_v"))
+        select = weighted_rows(src, columns, weight)
         if touched is not None:
             select = select.where(touched.side("__ivm_v", new=weight > 0))
         if keyed is not None:
