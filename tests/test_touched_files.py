@@ -13,7 +13,7 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm import session_metadata
+from dbt.adapters.spark_ivm import session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.capture import touched_files
 from dbt.adapters.spark_ivm.compiler.templates import sql
 
@@ -179,3 +179,18 @@ def test_the_driver_reads_the_window_files_sql_reads(project: SmallProject) -> N
     assert {tuple(r) for r in driver} == {tuple(r) for r in in_sql}
     assert {(r[0], r[1]) for r in driver} >= {(1, 0), (1, 1), (2, 1)}, driver
     _refresh(p)
+
+
+def test_without_file_reads_both_versions_are_scanned_and_paired(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the files cannot be staged (a thrift connection, or any failure of the JVM
+    read), the touched files' rows are filtered by `_file` out of both whole versions in
+    SQL (`version_diff.log_select` with `Touched.side`): the same log."""
+    p = project
+    monkeypatch.setattr(staged_reads, "stage", lambda *args: None)
+    p.sql(f"DELETE FROM {BASE} WHERE x = 13")
+    p.sql(f"UPDATE {BASE} SET k = NULL WHERE x IN (14, 214)")
+    p.sql(f"INSERT INTO {BASE} VALUES ('k3', 15), ('k3', 15)")
+    message = _refresh(p)
+    assert "touched files" in message and "files new" not in message, message
