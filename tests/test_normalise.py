@@ -69,7 +69,9 @@ def test_bracketed_joins_reassociate_where_exact_and_are_refused_by_name_otherwi
     assert inputs == ["db.t t", "db.u u", "db.v v"]
     assert steps == [("left", "t.k = u.k"), ("left", "v.k = t.k")]
     inputs, steps, _ = _shape("select t.k from t join (u join v on u.k = v.k) on t.k = u.k")
-    assert steps == [("inner", "TRUE"), ("inner", "u.k = v.k AND t.k = u.k")]
+    # `t CROSS JOIN u JOIN v ON u.k = v.k AND t.k = u.k`, each predicate then placed at the
+    # join of the last input it reads (`comma_joins.py`)
+    assert steps == [("inner", "t.k = u.k"), ("inner", "u.k = v.k")]
     with pytest.raises(UnsupportedQueryError, match="outer join of a join in parentheses") as e:
         analyze(
             "select t.k from t full join (u full join v on u.k = v.k) on t.k = u.k",

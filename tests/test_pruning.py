@@ -35,8 +35,14 @@ def test_links_of_an_inner_join_chain_go_both_ways_and_skip_inexact_types():
 
 
 def test_comma_join_equalities_in_where_are_links():
+    """The WHERE equality of a comma join is the ON of its join (`comma_joins.py`)."""
     q = query("select l.l_price from lineitem l, orders o where l.l_orderkey = o.o_orderkey")
-    assert [x.step for x in pruning.key_links(q)] == [None, None]
+    assert [x.step for x in pruning.key_links(q)] == [1, 1]
+    q = query(
+        "select l.l_price from lineitem l, orders o "
+        "where l.l_orderkey = o.o_orderkey or l.l_price > 0"
+    )
+    assert [x.step for x in pruning.key_links(q)] == []
 
 
 def test_outer_join_links_prune_only_terms_that_join_inner():

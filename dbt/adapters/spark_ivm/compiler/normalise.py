@@ -22,7 +22,8 @@ end. Four rewrites, each an equality of relational algebra, run in order:
    c WHERE p`). A FULL join of a filtered sub-query stays as it is (and is refused later).
 
 Then sqlglot's own `eliminate_subqueries`, `merge_subqueries` and `eliminate_ctes` flatten
-what remains (a single filtered input, nested projections).
+what remains (a single filtered input, nested projections), and `comma_joins` turns joins
+listed in FROM with their predicates in WHERE into inner joins ON those predicates.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 
+from dbt.adapters.spark_ivm.compiler.comma_joins import place_join_predicates
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 
 DIALECT = "spark"
@@ -255,4 +257,6 @@ def normalise(
         raise UnsupportedQueryError(
             model, "a column or name that cannot be resolved", str(e)
         ) from e
+    for select in tree.find_all(exp.Select):
+        place_join_predicates(select)
     return tree
