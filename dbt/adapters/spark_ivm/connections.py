@@ -10,7 +10,8 @@ Iceberg (checked once per server and process, on the first connection).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
 from pathlib import Path
@@ -30,7 +31,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_ivm import embedded
+from dbt.adapters.spark_ivm import embedded, jvm_exit
 
 logger = AdapterLogger("SparkIvm")
 
@@ -97,6 +98,19 @@ class SparkIvmConnectionManager(SparkConnectionManager):
         credentials = getattr(profile, "credentials", None)
         if isinstance(credentials, SparkIvmCredentials):
             _resolve_credentials_ivm_home(credentials, profile)
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Generator[None, None, None]:
+        """dbt-spark's, except that a statement failing because the embedded Spark stopped
+        says so and why (`jvm_exit.py`), not py4j's `Connection refused`."""
+        try:
+            with super().exception_handler(sql):
+                yield
+        except Exception as exc:
+            reason = jvm_exit.stopped()
+            if reason is not None:
+                raise DbtRuntimeError(reason) from exc
+            raise
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_ivm import jvm_exit
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -362,6 +364,9 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
 
     with _SESSION_LOCK:
         session = _live_session()
+        reason = jvm_exit.stopped() if session is not None else None
+        if reason is not None:
+            raise DbtRuntimeError(reason)
         if session is None:
             master = str(parameters.get("spark.master", "local"))
             if is_local_master(master):
@@ -372,6 +377,7 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
             for key, value in parameters.items():
                 builder = builder.config(key, value)
             session = builder.getOrCreate()
+            jvm_exit.launched_with(parameters.get("spark.driver.memory"))
             if not is_local_master(master):
                 check_warehouse_shared(session, master)
         else:
