@@ -18,6 +18,13 @@ aggregate of no rows is: 0 for count and count_if, NULL for the others accepted 
        left join (select o.cust k0, count(*) v from db.orders o group by o.cust) ivm_scalar0
          on ivm_scalar0.k0 = c.id
 
+The value may be an expression of the sub-query's aggregates, `(SELECT 0.2 * avg(i.x) ..)`
+(TPC-H Q17, Q20): the state keeps each aggregate (`v`, `v1`, ..) and the expression is
+computed on the joined row. Over no rows it then reads what each aggregate is over no rows
+(NULL, or 0 for a count), so it is what the sub-query is, whatever the expression; a column
+of the outer row in it is read there too. A column of the sub-query's own inputs outside an
+aggregate is refused (Spark refuses it too).
+
 A scalar sub-query that does not aggregate (it could return several rows, which fails the
 query in Spark) or groups is refused by name.
 """
@@ -68,25 +75,34 @@ def _join_for(sub: exp.Subquery, number: int, model: str) -> tuple[exp.Join, exp
     keys, links, local = found.keys, found.links, found.local
     name = f"{ALIAS}{number}"
     value = inner.expressions[0].unalias()
+    calls = _aggregates(value, correlation.own_aliases(inner), sub, model)
     state = inner.copy()
+    columns = [f"v{i}" if i else "v" for i in range(len(calls))]
     state.set(
         "expressions",
-        [*(exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(keys)), exp.alias_(value, "v")],
+        [
+            *(exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(keys)),
+            *(exp.alias_(call.copy(), c) for call, c in zip(calls, columns)),
+        ],
     )
     state.set("where", exp.Where(this=exp.and_(*local)) if local else None)
     state.set("order", None)
-    result: exp.Expression = exp.column("v", table=name)
-    if keys:
-        state.set("group", exp.Group(expressions=[k.copy() for k in keys]))
-        if isinstance(value, ZERO_ON_EMPTY):
+    read: dict[int, exp.Expression] = {}
+    for call, column in zip(calls, columns):
+        result = exp.column(column, table=name)
+        if keys and isinstance(call, ZERO_ON_EMPTY):
             result = exp.func("coalesce", result, exp.Literal.number(0))
-        elif not isinstance(value, NULL_ON_EMPTY):
+        elif keys and not isinstance(call, NULL_ON_EMPTY):
             raise UnsupportedQueryError(
                 model,
-                "a correlated scalar sub-query whose value over no rows is not NULL or 0 "
-                "(one count, sum, avg, min, max, stddev or variance is)",
+                "a correlated scalar sub-query of an aggregate whose value over no rows is "
+                "not NULL or 0 (count, sum, avg, min, max, stddev and variance are)",
                 _fragment(sub),
             )
+        read[id(call)] = result
+    outer_value = _substituted(value, calls, read)
+    if keys:
+        state.set("group", exp.Group(expressions=[k.copy() for k in keys]))
         on: exp.Expression = exp.and_(
             *(
                 exp.EQ(this=exp.column(f"k{i}", table=name), expression=link.copy())
@@ -98,7 +114,42 @@ def _join_for(sub: exp.Subquery, number: int, model: str) -> tuple[exp.Join, exp
         on, side = exp.true(), None
     alias = exp.TableAlias(this=exp.to_identifier(name))
     join = exp.Join(this=exp.Subquery(this=state, alias=alias), on=on, side=side)
-    return join, result
+    return join, outer_value
+
+
+def _aggregates(
+    value: exp.Expression, own: set[str], sub: exp.Subquery, model: str
+) -> list[exp.Expression]:
+    """The aggregate calls the sub-query's value is an expression of (each kept by the
+    state); a column of the sub-query's own inputs outside them is refused."""
+    calls = [a for a in value.find_all(exp.AggFunc) if a.find_ancestor(exp.AggFunc) is None]
+    if isinstance(value, exp.AggFunc):
+        calls = [value]
+    for column in value.find_all(exp.Column):
+        if column.table in own and column.find_ancestor(exp.AggFunc) is None:
+            raise UnsupportedQueryError(
+                model,
+                "a scalar sub-query whose value reads a column outside its aggregate",
+                _fragment(sub),
+            )
+    return calls
+
+
+def _substituted(
+    value: exp.Expression, calls: list[exp.Expression], read: dict[int, exp.Expression]
+) -> exp.Expression:
+    """`value` (the sub-query's expression of its aggregates) read from the state's columns:
+    over no rows each aggregate is what the state's padding gives (NULL, or 0 for a count),
+    so the expression is too."""
+    if isinstance(value, exp.AggFunc) and id(value) in read:
+        return read[id(value)].copy()
+    copy = value.copy()
+    originals = [n for n in value.walk()]
+    copies = [n for n in copy.walk()]
+    for original, node in zip(originals, copies):
+        if id(original) in read:
+            node.replace(read[id(original)].copy())
+    return copy
 
 
 def rewrite(select: exp.Select, model: str) -> None:

@@ -33,7 +33,7 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.schema import MappingSchema
 
-from dbt.adapters.spark_ivm.compiler import scalar, semi_join, union
+from dbt.adapters.spark_ivm.compiler import having, scalar, semi_join, union
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.facts import Target
 from dbt.adapters.spark_ivm.compiler.normalise import inline_ctes, qualified, unbracket_joins
@@ -182,6 +182,13 @@ def prepare(compiled_sql: str, model: str, schemas: Mapping, default_db: str) ->
     tree = qualified(tree, model, schemas, default_db)
     assert isinstance(tree, exp.Query)
     tree = inline_ctes(tree)
+    for select in reversed(list(tree.find_all(exp.Select))):
+        if having.needed(select):
+            lifted = having.lift(select)
+            if select is tree:
+                tree = lifted
+            else:
+                select.replace(lifted)
     if semi_join.has_subquery_test(tree):
         annotate(tree, schemas)  # IN compares its sides by their types (`semi_join`)
     for select in reversed(list(tree.find_all(exp.Select))):
