@@ -104,13 +104,26 @@ def test_a_predicate_without_an_equality_is_an_on_too():
     assert q.where is not None and q.where.sql("spark") == "lineitem.l_price > 0"
 
 
-def test_chains_with_an_outer_join_or_only_explicit_joins_are_left_as_written():
+def test_left_joins_after_the_comma_joins_keep_their_place():
+    """TPC-H Q21 after its EXISTS tests became LEFT joins with their states."""
     left = (
         "select l_price from part, lineitem left join supplier on s_suppkey = l_suppkey "
+        "where p_partkey = l_partkey and s_nationkey is null"
+    )
+    assert _steps(left) == [
+        ("inner", "lineitem", "part.p_partkey = lineitem.l_partkey"),
+        ("left", "supplier", "supplier.s_suppkey = lineitem.l_suppkey"),
+    ]
+    q = analyze(left, "m", SCHEMAS, "s")
+    assert q.where is not None and q.where.sql("spark") == "supplier.s_nationkey IS NULL"
+
+
+def test_chains_with_a_right_join_or_only_explicit_joins_are_left_as_written():
+    right = (
+        "select l_price from part, lineitem right join supplier on s_suppkey = l_suppkey "
         "where p_partkey = l_partkey"
     )
-    assert [k for k, _, _ in _steps(left)] == ["inner", "left"]
-    assert analyze(left, "m", SCHEMAS, "s").where is not None
+    assert next(on for _, _, on in _steps(right)) == "TRUE"
     explicit = (
         "select l_price from part join supplier on p_size = s_nationkey "
         "join lineitem on l_suppkey = s_suppkey where p_partkey = l_partkey"

@@ -5,9 +5,10 @@ predicates in WHERE. Spark's optimizer pushes them into the joins (and reorders 
 that each has a condition). A delta term, though, is a chain of its own: a change log joined
 with the other inputs in FROM order; and a factored bracket (`factored.py`) or an auxiliary
 state is computed apart from the WHERE above it. With `ON TRUE` steps such a statement is a
-cartesian product the model's own query never forms. So, for a SELECT whose joins are all
-inner and at least one has no ON, this rewrite (an equality of relational algebra for inner
-joins) runs before the IR is read:
+cartesian product the model's own query never forms. So, for a SELECT whose joins are inner
+(then possibly LEFT joins, which keep every row of the inner prefix: the rewrite applies to
+the prefix) and at least one has no ON, this rewrite (an equality of relational algebra for
+inner joins) runs before the IR is read:
 
 1. Each conjunct of WHERE and of the joins' ONs that reads two or more inputs (and holds no
    sub-query, aggregate or window) is a join predicate.
@@ -51,6 +52,13 @@ def _inner(join: exp.Join) -> bool:
         and not join.args.get("using")
         and not join.args.get("method")
     )
+
+
+def _left(join: exp.Join) -> bool:
+    """A LEFT join after the inner ones keeps every row of the inner prefix, so a filter of
+    the prefix commutes with it."""
+    kind = (join.kind or "").upper()
+    return (join.side or "").upper() == "LEFT" and kind in ("", "OUTER")
 
 
 def _inputs_of(node: exp.Expression, aliases: set[str]) -> set[str] | None:
@@ -129,8 +137,10 @@ def _ordered(items: list[str], predicates: list[set[str]]) -> list[str]:
 def place_join_predicates(select: exp.Select) -> None:
     """Rewrite `select`'s comma joins into inner joins ON their predicates (in place)."""
     from_ = select.args.get("from_")
-    joins = list(select.args.get("joins") or [])
-    if from_ is None or not joins or not all(_inner(j) for j in joins):
+    every = list(select.args.get("joins") or [])
+    inner = next((i for i, j in enumerate(every) if not _inner(j)), len(every))
+    joins, after = every[:inner], every[inner:]
+    if from_ is None or not joins or not all(_left(j) for j in after):
         return
     if all(j.args.get("on") is not None for j in joins):
         return
@@ -182,5 +192,5 @@ def place_join_predicates(select: exp.Select) -> None:
         if ons[name]:
             join.set("on", exp.and_(*(n.copy() for n in ons[name])))
         new_joins.append(join)
-    select.set("joins", new_joins)
+    select.set("joins", [*new_joins, *after])
     select.set("where", exp.Where(this=exp.and_(*kept_where)) if kept_where else None)

@@ -37,20 +37,28 @@ is 0 for an empty S, 1 without NULLs, 2 with one. The conjunct becomes
 
 Example: x = 3, S = {1, NULL}: f = 2, left side 1: dropped (3 NOT IN (1, NULL) is NULL).
 
-Refused by name: a sub-query test under OR or in the select list, a correlation other than an
-equality, a sub-query that aggregates.
+A sub-query that groups (TPC-H Q18: `o_orderkey IN (SELECT l_orderkey .. GROUP BY
+l_orderkey HAVING sum(l_quantity) > 300)`) is a derived table first, a state of its own,
+its correlation keys added to its GROUP BY and joined outside it (`_lifted`); the DISTINCT
+state then reads it. An EXISTS correlated by equalities and one comparison (`<>`, `<`, ..)
+is a test of a MIN or MAX per key instead (`inequality.py`).
+
+Refused by name: a sub-query test under OR or in the select list, a correlation with more
+than one comparison, a correlated sub-query over an ungrouped aggregate.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import correlation
+from dbt.adapters.spark_ivm.compiler import correlation, inequality
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.templates import conjuncts
 
 ALIAS = "ivm_semi"
+#: The derived table of a grouped sub-query under EXISTS / IN (`_lifted`).
+GROUPED = "ivm_grouped"
 
 
 def has_subquery_test(select: exp.Select) -> bool:
@@ -109,10 +117,67 @@ def _as_exists(test: exp.In, model: str) -> exp.Exists:
             _fragment(test),
         )  # fmt: skip
     equality = _as_compared(test, inner.expressions[0].unalias(), model)
+    if _aggregates(inner):
+        lifted = _lifted(inner, model, test)
+        column = exp.column("c", table=GROUPED)
+        compared = equality.this.this if isinstance(equality.this, exp.Cast) else equality.this
+        compared.replace(column)
+        lifted.where(equality, copy=False)
+        return exp.Exists(this=lifted)
     inner = inner.copy()
     inner.set("expressions", [exp.Literal.number(1)])
     inner.where(equality, copy=False)
     return exp.Exists(this=inner)
+
+
+def _aggregates(inner: exp.Select) -> bool:
+    """Does the SELECT group or aggregate in its own clauses (not in a sub-query of it)?"""
+    if inner.args.get("group") or inner.args.get("having"):
+        return True
+    return any(a.find_ancestor(exp.Select) is inner for a in inner.find_all(exp.AggFunc))
+
+
+def _lifted(inner: exp.Select, model: str, test: exp.Expression) -> exp.Select:
+    """`SELECT 1 FROM (<inner, its correlation keys grouped>) g WHERE g.k = o.k ..`: the
+    grouped sub-query as a derived table (a state of its own, `stages.py`), its correlation
+    applied outside it.
+
+    Filtering by `k = o.k` and then grouping by G gives the groups of (k, G) whose k is o.k,
+    so the correlation keys join the GROUP BY and the filter moves out; the first projection
+    is kept as `c` (what IN compares). An ungrouped aggregate is one row even over no rows,
+    which a grouping by the keys would not give: correlated, it is refused."""
+    found = correlation.split(inner, model, "EXISTS / IN")
+    group = inner.args.get("group")
+    if found.keys and group is None:
+        raise UnsupportedQueryError(
+            model,
+            "a correlated EXISTS / IN over an ungrouped aggregate (one row even where no row "
+            "matches)",
+            _fragment(test),
+        )
+    derived = inner.copy()
+    derived.set("where", exp.Where(this=exp.and_(*found.local)) if found.local else None)
+    derived.set("order", None)
+    grouped = list(group.expressions) if group is not None else []
+    for key in found.keys:
+        if not any(key == g for g in grouped):
+            grouped.append(key.copy())
+    if grouped:
+        derived.set("group", exp.Group(expressions=grouped))
+    value = inner.expressions[0].unalias().copy()
+    derived.set(
+        "expressions",
+        [
+            exp.alias_(value, "c"),
+            *(exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(found.keys)),
+        ],
+    )
+    alias = exp.TableAlias(this=exp.to_identifier(GROUPED))
+    lifted = exp.select("1").from_(exp.Subquery(this=derived, alias=alias))
+    for i, link in enumerate(found.links):
+        lifted.where(exp.EQ(this=exp.column(f"k{i}", table=GROUPED), expression=link.copy()),
+                     copy=False)  # fmt: skip
+    return lifted
 
 
 def _at_least_one(limit: exp.Limit) -> bool:
@@ -134,10 +199,8 @@ def _semi_join(
     inner = inner.this if isinstance(inner, exp.Subquery) else inner
     if not isinstance(inner, exp.Select) or inner.args.get("from_") is None:
         raise UnsupportedQueryError(model, "this EXISTS sub-query", _fragment(exists))
-    if inner.args.get("group") or inner.find(exp.AggFunc) or inner.args.get("having"):
-        raise UnsupportedQueryError(
-            model, "EXISTS / IN over a sub-query that aggregates", _fragment(exists)
-        )
+    if _aggregates(inner):
+        inner = _lifted(inner, model, exists)
     limit = inner.args.get("limit")
     if inner.args.get("offset") or (limit is not None and not _at_least_one(limit)):
         # `LIMIT 1` (k >= 1) keeps EXISTS as it is; LIMIT 0 or an OFFSET do not.
@@ -202,6 +265,7 @@ def rewrite(select: exp.Select, model: str) -> None:
     where = select.args.get("where")
     kept: list[exp.Expression] = []
     joins: list[exp.Join] = []
+    tested = False  # an EXISTS became a scalar test (`inequality.py`)
     number = len([s for s in select.find_all(exp.Subquery) if str(s.alias).startswith(ALIAS)])
     for conjunct in conjuncts(where.this if where is not None else None):
         negated = isinstance(conjunct, exp.Not)
@@ -219,6 +283,11 @@ def rewrite(select: exp.Select, model: str) -> None:
         if not isinstance(test, exp.Exists):
             kept.append(conjunct)
             continue
+        compared = inequality.as_scalar_test(test)
+        if compared is not None:
+            kept.append(exp.Not(this=compared) if negated else compared)
+            tested = True
+            continue
         subquery, on = _semi_join(test, number, model)
         condition = exp.and_(*on) if on else exp.true()
         if negated and not on:
@@ -235,7 +304,7 @@ def rewrite(select: exp.Select, model: str) -> None:
         else:
             joins.append(exp.Join(this=subquery, on=condition))
         number += 1
-    if not joins:
+    if not joins and not tested:
         return
     select.set("joins", [*(select.args.get("joins") or []), *joins])
     select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
