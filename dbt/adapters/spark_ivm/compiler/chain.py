@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, upstream, views
+from dbt.adapters.spark_ivm.compiler import aux_state, render, stages, top_k, upstream, views
 from dbt.adapters.spark_ivm.compiler.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
@@ -91,6 +91,8 @@ class ChainMaintainer:
     created_copies: list[str] = field(default_factory=list)  # snapshot-diff copies made now
     # Other ivm models read this one: its state keeps a delta log (`capture/delta_log.py`).
     publish: bool = False
+    # The model's ORDER BY .. LIMIT, applied by its view (`top_k.py`); set by `run`.
+    top: top_k.TopK | None = None
 
     def _maintainer(self, **kwargs) -> Maintainer:
         extra = kwargs.pop("view_properties", {})
@@ -111,8 +113,11 @@ class ChainMaintainer:
         }
         if "compiled_sql" not in kwargs:
             base["user_sql"] = self.user_sql or None
-        # Only the model's own state is read by other models (not its aux or stage states).
-        base["publish"] = self.publish and kwargs.get("target", self.target) == self.target
+        # Only the model's own state is read by other models (not its aux or stage states),
+        # and only the model's own view is limited.
+        own = kwargs.get("target", self.target) == self.target
+        base["publish"] = self.publish and own
+        base["top"] = self.top if own else None
         return Maintainer(**{**base, **kwargs})
 
     def _properties(self, relation: str, base: bool = False) -> dict[str, str] | None:
@@ -200,6 +205,7 @@ class ChainMaintainer:
         self._read_views(props)
         notes = self._stale_upstreams()
         self._copy_bases()
+        self.split_top()
         try:
             outcome = self._run(props)
         except UnsupportedQueryError:
@@ -208,6 +214,11 @@ class ChainMaintainer:
                 self.executor.execute(f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE")
             raise
         return replace(outcome, summary="; ".join([outcome.summary, *notes]))
+
+    def split_top(self) -> None:
+        """Maintain the model's SELECT without its ORDER BY .. LIMIT; its view applies it."""
+        self.top = top_k.split(self.compiled_sql, self.model)
+        self.compiled_sql = self.top.inner
 
     def _stale_upstreams(self) -> list[str]:
         """What the run says of each upstream ivm model it reads that is behind its own base

@@ -276,6 +276,9 @@ class Explainer:
                     f"reads {relation} (no snapshots) through its copy {copy}: the next run "
                     "compares the two and captures the difference (snapshot diff)"
                 )
+            chain.split_top()
+            if chain.top is not None and chain.top.suffix:
+                self._say(f"keeps the unlimited result; its view applies{chain.top.suffix}")
             if stages.needed(chain.compiled_sql):
                 self._staged()
             elif AUX_SQL in props and TOP_SQL in props and not given_sql:

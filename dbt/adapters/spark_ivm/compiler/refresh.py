@@ -42,6 +42,7 @@ from dbt.adapters.spark_ivm.compiler.facts import (
 )
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.top_k import TopK
 
 __all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Outcome", "sql_hash"]
 
@@ -77,13 +78,15 @@ class Maintainer(CommitWriter):
     # An auxiliary state (`chain.py`): keep the scratch relations after the run (the caller
     # releases them; `changed_keys` says where the changed state keys are).
     keep_scratch: bool = False
+    # The model's ORDER BY .. LIMIT (`top_k.py`): its view applies it to the state's rows.
+    top: TopK | None = None
     committed: bool = False  # this run's refresh committed to the state table
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
 
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
         default_db = self.target.schema.lower()
-        digest = sql_hash(self.compiled_sql)
+        digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
         meta = self._meta() if self.existing == "view" and not self.full_refresh else None
         heads: dict[str, Head] | None = None
         facts: dict | None = None
@@ -242,7 +245,7 @@ class Maintainer(CommitWriter):
         )
         main_sql = (
             f"CREATE VIEW {sql(table(self.target.view))} TBLPROPERTIES ({prop_sql}) AS "
-            f"{render.view_select(the_plan, state)}"
+            f"{self._view_select(the_plan, state)}"
         )
         return Outcome(
             mode="build",
@@ -251,6 +254,10 @@ class Maintainer(CommitWriter):
             summary=f"built ({reason}): {rows} state rows",
             timings=self.timings,
         )
+
+    def _view_select(self, the_plan: Plan, state: str) -> str:
+        view = render.view_select(the_plan, state)
+        return self.top.limited(view) if self.top is not None else view
 
     def _refresh(
         self, the_plan: Plan, meta: dict, digest: str, heads: dict[str, Head] | None
