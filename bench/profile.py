@@ -10,7 +10,7 @@ model its statements with their seconds, and for each local-checkpoint statement
 the delta, the recomputed groups) the SQL and Spark's final adaptive plan with its metrics (rows
 and time per operator), so that a slow statement shows which scan or join took the time.
 
-A tool for finding where the time goes before changing anything (DEVELOPERS.md); it reports no
+A tool for finding where the time goes before changing anything (the team's rule); it reports no
 ratios and asserts nothing. The figures come from `bench/run.py`.
 """
 

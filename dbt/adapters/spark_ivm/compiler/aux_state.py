@@ -1,6 +1,6 @@
 """Auxiliary join states: a dimension change joins a pre-aggregated state, not the facts.
 
-What it maintains (IVM-DESIGN §6; F-IVM's view trees, DBToaster's higher-order views). For an
+What it maintains (docs/architecture.md, §4; F-IVM's view trees, DBToaster's higher-order views). For an
 aggregate over inner joins whose last input D is a small table, the other inputs (the facts)
 are joined and pre-aggregated down to their side of D's join keys and the fact columns the
 rest of the query groups by, as an ivm state A of its own; the model becomes the same

@@ -3,7 +3,7 @@
 A model with an auxiliary state (`aux_state.py`) is two states maintained in order: A, over
 the facts (its own state table and view, `<model>__ivm_aux`), then the model itself, whose
 rewritten query reads A's state table and the dimension. Each state records the snapshots of
-the inputs it reflects, and A's state table is one of the model's inputs (IVM-DESIGN §6, the
+the inputs it reflects, and A's state table is one of the model's inputs (docs/architecture.md, §4, the
 second atomicity option: "each state commits on its own and records the versions of its
 inputs it reflects"). So a failure after A's commit and before the model's leaves the model
 at its old watermark of A's state, and the next run reads A's change from there: no delta is
@@ -49,7 +49,7 @@ from dbt.adapters.spark_ivm.compiler.templates import sql, table
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
 MODES = ("auto", "always", "never")
 #: Off unless asked for: on bench SF 1 (0.1 % changed, loaded machine) nation_revenue's
-#: refresh took 44 s with its auxiliary state against 10.6 s flat (docs/dataflow.md).
+#: refresh took 44 s with its auxiliary state against 10.6 s flat (bench/results/dataflow-journal.md).
 DEFAULT_MODE = "never"
 #: View properties recording the choice: "<mode>:<hash of the model SQL>", and the queries.
 CHOICE = "ivm.aux_choice"

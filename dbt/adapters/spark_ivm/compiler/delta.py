@@ -7,7 +7,7 @@ snapshots pinned for this refresh and dR their compacted changelogs (+n insert, 
     d(N_k) = d(N_(k-1)) JOIN S_k_old  +  N_(k-1)_new JOIN dS_k          (inner part)
              + padded rows of an outer join, see `outer_join.py`
 
-Unrolled for inner joins this is the sum-over-inputs rule of IVM-DESIGN.md §2:
+Unrolled for inner joins this is the sum-over-inputs rule of docs/architecture.md, §2:
     d(R1 x R2 x R3) = dR1 x R2_old x R3_old + R1_new x dR2 x R3_old + R1_new x R2_new x dR3.
 Example: orders o JOIN customers c with one new order and one deleted customer gives two
 terms, `log(o) JOIN c@old` and `o@new JOIN log(c)`, each a flat FROM with the original

@@ -5,7 +5,7 @@ and scalar sub-queries joins with aggregates, `scalar.py`.)
 
 A sub-query in FROM or JOIN (or a CTE, inlined at each use) that groups, aggregates or is
 DISTINCT does not flatten into its parent's SELECT. It is an operator of the dataflow with
-its own state (IVM-DESIGN §6): an ivm state `<model>__ivm_s<i>` maintained first, innermost
+its own state (docs/architecture.md, §4): an ivm state `<model>__ivm_s<i>` maintained first, innermost
 first, by the ordinary rules. Its parent then reads that state table through the state's
 view SELECT, which does flatten (a projection and a filter of one table), so to the parent
 the state table is one more Iceberg base table with its own watermark. Each state commits
