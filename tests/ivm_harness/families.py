@@ -48,7 +48,7 @@ T2 = Table(
 )
 
 #: A base table written merge-on-read (its deletes/updates leave delete files, which Iceberg's
-#: changelog procedure refuses: IVM-DESIGN.md section 3).
+#: changelog procedure refuses: docs/architecture.md, §3).
 T3_MOR = Table(
     "t3_mor",
     (
@@ -669,6 +669,54 @@ FAMILIES: list[Family] = [
         from {{ source('base', 'customers') }} c
         where c.credit > (select avg(o2.qty) from {{ source('base', 'orders') }} o2)
            or c.credit is null
+        """,
+    ),
+    # --- what TPC-H needs (issue 35) ---------------------------------------------------------
+    # Top-k (top_k.py): the unlimited aggregate is the state, the view orders and limits it;
+    # comma joins (comma_joins.py). The ORDER BY is total (the group keys end it).
+    Family(
+        "top_k_comma_join",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.cust, c.segment, count(*) as n, sum(o.amount) as amount
+        from {{ source('base', 'orders') }} o, {{ source('base', 'customers') }} c
+        where o.cust = c.cid and (o.qty is null or o.qty > 3)
+        group by o.cust, c.segment
+        order by amount desc, o.cust, c.segment nulls last
+        limit 4
+        """,
+    ),
+    # A HAVING that tests a scalar sub-query (having.py), the value an expression of the
+    # aggregate (scalar.py), and IN over a grouped sub-query with its own HAVING (semi_join.py)
+    Family(
+        "having_subqueries",
+        (ORDERS,),
+        """
+        select o.status, sum(o.amount) as amount, count(*) as n
+        from {{ source('base', 'orders') }} o
+        where o.cust in (select o2.cust from {{ source('base', 'orders') }} o2
+                         group by o2.cust having sum(o2.qty) > 40)
+        group by o.status
+        having sum(o.amount) > (select 0.2 * sum(o3.amount)
+                                from {{ source('base', 'orders') }} o3)
+        """,
+    ),
+    # EXISTS / NOT EXISTS correlated by an equality and a comparison (inequality.py), and a
+    # correlated scalar sub-query whose value is an expression of its aggregate (TPC-H Q17,
+    # Q21): NULL keys, NULL compared values, ties
+    Family(
+        "exists_inequality",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.oid, o.cust, o.status, o.qty, c.segment
+        from {{ source('base', 'orders') }} o, {{ source('base', 'customers') }} c
+        where o.cust = c.cid
+          and exists (select 1 from {{ source('base', 'orders') }} o2
+                      where o2.cust = o.cust and o2.status <> o.status)
+          and not exists (select 1 from {{ source('base', 'orders') }} o3
+                          where o3.cust = o.cust and o3.qty > o.qty and o3.status = 'a')
+          and o.qty < (select 0.5 * avg(o4.qty) + 10 from {{ source('base', 'orders') }} o4
+                       where o4.status = o.status)
         """,
     ),
     # --- models in a dbt DAG: over views, ephemerals, other ivm models (issue 12) ------------
