@@ -118,6 +118,21 @@ def test_left_joins_after_the_comma_joins_keep_their_place():
     assert q.where is not None and q.where.sql("spark") == "supplier.s_nationkey IS NULL"
 
 
+def test_an_inner_join_after_a_left_join_keeps_its_place_too():
+    """TPC-H Q16 after its NOT IN became a LEFT join with a DISTINCT state and an inner join
+    with its one-row flag: `partsupp, part` still joins ON its key (the affected keys of the
+    LEFT join were a product of partsupp and part's change log without it)."""
+    chain = (
+        "select l_price from part, lineitem left join supplier on s_suppkey = l_suppkey "
+        "join nation on n_nationkey = 1 where p_partkey = l_partkey"
+    )
+    assert _steps(chain) == [
+        ("inner", "lineitem", "part.p_partkey = lineitem.l_partkey"),
+        ("left", "supplier", "supplier.s_suppkey = lineitem.l_suppkey"),
+        ("inner", "nation", "nation.n_nationkey = 1"),
+    ]
+
+
 def test_chains_with_a_right_join_or_only_explicit_joins_are_left_as_written():
     right = (
         "select l_price from part, lineitem right join supplier on s_suppkey = l_suppkey "

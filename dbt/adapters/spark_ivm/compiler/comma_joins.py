@@ -5,10 +5,11 @@ predicates in WHERE. Spark's optimizer pushes them into the joins (and reorders 
 that each has a condition). A delta term, though, is a chain of its own: a change log joined
 with the other inputs in FROM order; and a factored bracket (`factored.py`) or an auxiliary
 state is computed apart from the WHERE above it. With `ON TRUE` steps such a statement is a
-cartesian product the model's own query never forms. So, for a SELECT whose joins are inner
-(then possibly LEFT joins, which keep every row of the inner prefix: the rewrite applies to
-the prefix) and at least one has no ON, this rewrite (an equality of relational algebra for
-inner joins) runs before the IR is read:
+cartesian product the model's own query never forms. So, for a SELECT whose joins start
+with inner ones, at least one without ON, this rewrite (an equality of relational algebra for
+inner joins) runs on that inner prefix before the IR is read; later joins may be LEFT or
+inner (a semi join's state, a scalar sub-query's, TPC-H Q16 and Q21), whose rows a filter of
+the prefix commutes with, and keep their place:
 
 1. Each conjunct of WHERE and of the joins' ONs that reads two or more inputs (and holds no
    sub-query, aggregate or window) is a join predicate.
@@ -54,11 +55,11 @@ def _inner(join: exp.Join) -> bool:
     )
 
 
-def _left(join: exp.Join) -> bool:
-    """A LEFT join after the inner ones keeps every row of the inner prefix, so a filter of
-    the prefix commutes with it."""
-    kind = (join.kind or "").upper()
-    return (join.side or "").upper() == "LEFT" and kind in ("", "OUTER")
+def _after(join: exp.Join) -> bool:
+    """A join after the inner prefix that a filter of the prefix commutes with: a LEFT join
+    keeps every row of the prefix, an inner one filters them (a RIGHT or FULL join pads the
+    prefix with NULLs, where a filter would have removed rows)."""
+    return (join.side or "").upper() in ("", "LEFT")
 
 
 def _inputs_of(node: exp.Expression, aliases: set[str]) -> set[str] | None:
@@ -140,7 +141,7 @@ def place_join_predicates(select: exp.Select) -> None:
     every = list(select.args.get("joins") or [])
     inner = next((i for i, j in enumerate(every) if not _inner(j)), len(every))
     joins, after = every[:inner], every[inner:]
-    if from_ is None or not joins or not all(_left(j) for j in after):
+    if from_ is None or not joins or not all(_after(j) for j in after):
         return
     if all(j.args.get("on") is not None for j in joins):
         return
