@@ -39,7 +39,8 @@ setup(
     ],
     extras_require={
         # bench/ (python -m bench.run): progress bars and plots
-        "bench": ["matplotlib", "tqdm"],
+        # bench/tpch.py: TPC-H's data (dbgen) and queries come from DuckDB's tpch extension
+        "bench": ["matplotlib", "tqdm", "duckdb", "duckdb-extension-tpch"],
         # the test suite runs a tiny benchmark (tests/test_bench.py)
         # tests/functional: dbt-spark's functional adapter tests (session selection)
         # pytest-xdist: the suite runs in two processes (pytest.ini)
@@ -50,6 +51,9 @@ setup(
             "matplotlib",
             "tqdm",
             "dbt-tests-adapter==1.20.0",
+            # tests/test_tpch.py: TPC-H's data and queries (bench/tpch.py)
+            "duckdb",
+            "duckdb-extension-tpch",
         ],
     },
     zip_safe=False,
