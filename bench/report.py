@@ -3,7 +3,8 @@
     .venv/bin/python bench/report.py bench/results/results.json [--readme bench/README.md]
 
 Reads `results.json` (written by bench/run.py), writes `refresh_vs_fraction.png` and
-`refresh_vs_scale.png` (and `steady_state.png` for a run with `--steady`) beside it and replaces the part of the README between
+`refresh_vs_scale.png` (and `steady_state.png` for a run with `--steady`, `refresh_by_model.png`
+for the TPC-H workload) beside it and replaces the part of the README between
 `<!-- results:start -->` and `<!-- results:end -->`. Self-contained (no bench imports), so
 it also runs as a plain script.
 """
@@ -30,6 +31,8 @@ END = "<!-- results:end -->"
 FRACTION_PLOT = "refresh_vs_fraction.png"
 SCALE_PLOT = "refresh_vs_scale.png"
 STEADY_PLOT = "steady_state.png"
+#: Every model's refresh and rebuild side by side, per change fraction (TPC-H's 22 queries).
+MODEL_PLOT = "refresh_by_model.png"
 
 #: Issue 11's targets, by the main scale factor (reported, never asserted):
 #: every model at least this much faster than its rebuild at this change fraction,
@@ -51,6 +54,11 @@ STATE_COUNTS = ("data_files", "delete_files", "snapshots")
 # ------------------------------------------------------------------------------------------------
 # figures
 # ------------------------------------------------------------------------------------------------
+
+
+def workload(results: dict[str, Any]) -> str:
+    """`star` (bench/datagen.py's tables, four models; runs before the option) or `tpch`."""
+    return str(results.get("workload") or results["settings"].get("workload") or "star")
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -258,7 +266,8 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         "load_average": {"median": _median(loads), "max": max(loads, default=None)},
         "steady": steady_summary(main, models),
     }
-    summary["targets"] = targets(summary, settings)
+    # issue 11's targets are the star models'; the TPC-H run reports its figures only
+    summary["targets"] = targets(summary, settings) if workload(results) == "star" else []
     return summary
 
 
@@ -351,7 +360,7 @@ def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str,
 
 
 def _grid(count: int) -> tuple[Any, list[Any]]:
-    cols = 2 if count > 1 else 1
+    cols = 1 if count == 1 else 2 if count <= 8 else 4
     rows = (count + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
     flat = [ax for row in axes for ax in row]
@@ -433,6 +442,74 @@ def plot_scale(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_models(summary: dict[str, Any], path: Path) -> None:
+    """Per change fraction: every model's median refresh and full rebuild as bars side by side
+    (log scale; the whiskers: min-max of the repetitions), the no-change refresh as a dash."""
+    models = list(summary["by_fraction"])
+    fractions = sorted({r["fraction"] for rows in summary["by_fraction"].values() for r in rows})
+    fig, axes = plt.subplots(
+        max(1, len(fractions)),
+        1,
+        figsize=(max(8.0, 0.55 * len(models) + 2), 4.2 * max(1, len(fractions))),
+        squeeze=False,
+    )
+    xs = list(range(len(models)))
+    width = 0.4
+    for ax, fraction in zip([row[0] for row in axes], fractions or [None], strict=True):
+        if fraction is None:
+            ax.text(
+                0.5, 0.5, "no change fractions in this run", ha="center", transform=ax.transAxes
+            )
+            continue
+        for side, offset, color, label in (
+            ("ivm", -width / 2, "tab:blue", "ivm refresh"),
+            ("full", width / 2, "tab:red", "full rebuild (table)"),
+        ):
+            rows = [
+                next((r for r in summary["by_fraction"][m] if r["fraction"] == fraction), None)
+                for m in models
+            ]
+            medians = [r[f"{side}_median"] if r and r[side] else float("nan") for r in rows]
+            low = [
+                m - min(r[side]) if r and r[side] else 0 for m, r in zip(medians, rows, strict=True)
+            ]
+            high = [
+                max(r[side]) - m if r and r[side] else 0 for m, r in zip(medians, rows, strict=True)
+            ]
+            ax.bar(
+                [x + offset for x in xs],
+                medians,
+                width,
+                yerr=[low, high],
+                capsize=2,
+                color=color,
+                label=label,
+            )
+        still = [summary["no_change"].get(m) for m in models]
+        ax.scatter(
+            [x - width / 2 for x, v in zip(xs, still, strict=True) if v is not None],
+            [v for v in still if v is not None],
+            marker="_",
+            s=120,
+            color="black",
+            label="ivm, no change",
+            zorder=3,
+        )
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.set_xticks(xs, labels=models, rotation=90 if len(models) > 30 else 0)
+        ax.set_xlim(-0.6, len(models) - 0.4)
+        ax.set_ylabel("seconds (median, min-max)")
+        ax.set_title(f"SF {summary['sf']:g}, {fraction:.1%} of the base tables changed")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot_steady(steady: dict[str, Any], path: Path) -> None:
     """Per model: the refresh time of every steady-state round, and the state table's data
     and delete files after it (right axis)."""
@@ -488,7 +565,18 @@ def _x(value: float | None) -> str:
 def markdown(results: dict[str, Any], image_dir: str) -> str:
     """The results section: machine, versions, tables of medians, targets, plots."""
     s, settings = results["summary"], results["settings"]
+    tpch = workload(results) == "tpch"
     load = s.get("load_average") or {"median": None, "max": None}
+    if tpch:
+        data = (
+            f"The 22 TPC-H queries (`--workload tpch`) on dbgen's data at scale factor "
+            f"{settings['sf']:g}; each change round is TPC-H's RF1 (new orders with their line "
+            "items) and RF2 (orders deleted with their line items) plus updates of customers, "
+            "parts, suppliers, supply costs, nations and orders (`bench/tpch.py`), the rows "
+            "picked by a hash of their key"
+        )
+    else:
+        data = f"Scale factor {settings['sf']:g}, `--pattern {settings['pattern']}`"
     machine, versions = results["machine"], results["versions"]
     lines = [
         (
@@ -503,7 +591,7 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
         + f"; plugin commit {versions.get('plugin_commit', '?')}.",
         "",
         (
-            f"Scale factor {settings['sf']:g}, `--pattern {settings['pattern']}`, "
+            f"{data}, "
             f"`--base-write-mode {settings.get('base_write_mode', 'copy-on-write')}`, seed "
             f"{settings['seed']}, median of {settings['reps']} repetitions after "
             f"{settings.get('warmup_rounds', 0)} untimed warm-up round(s); the whole run took "
@@ -544,6 +632,8 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
     phases = s.get("phases") or {}
     if phases:
         names = [name for name, _ in PHASES] + [DBT_PHASE]
+        if any("other" in split for per_model in phases.values() for split in per_model.values()):
+            names.append("other")
         lines += [
             "",
             f"### Where a refresh spends its time, SF {s['sf']:g}",
@@ -599,11 +689,22 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
             "Rebuilt instead of refreshed (the refresh time is a rebuild): "
             + "; ".join(s["rebuilt_during_refresh"]),
         ]
+    made = "loaded in (s)" if tpch else "generated in (s)"
+    lines += ["", "### Data", ""]
+    if tpch:
+        lines += [
+            "dbgen (DuckDB's `tpch` extension) writes one parquet file a table (kept for the "
+            "next run in the work directory); each Iceberg table is a `CREATE TABLE AS SELECT` "
+            "of it. dbgen took "
+            + ", ".join(
+                f"{r.get('load', {}).get('dbgen_seconds', 0):.1f} s at SF {r['sf']:g}"
+                for r in results["runs"]
+            )
+            + ".",
+            "",
+        ]
     lines += [
-        "",
-        "### Data",
-        "",
-        "| SF | table | rows | data files | generated in (s) |",
+        f"| SF | table | rows | data files | {made} |",
         "| ---: | --- | ---: | ---: | ---: |",
     ]
     for run in results["runs"]:
@@ -612,6 +713,8 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
                 f"| {run['sf']:g} | {t['name']} | {t['rows']:,} | {t['files']} | "
                 f"{t['seconds']:.1f} |"
             )
+    if tpch:
+        lines += ["", f"![refresh and rebuild of every model]({image_dir}/{MODEL_PLOT})"]
     lines += [
         "",
         f"![refresh time against change fraction]({image_dir}/{FRACTION_PLOT})",
@@ -689,6 +792,9 @@ def write_all(results_path: Path, readme: Path) -> list[Path]:
     plot_fractions(results["summary"], out / FRACTION_PLOT)
     plot_scale(results["summary"], out / SCALE_PLOT)
     written = [out / FRACTION_PLOT, out / SCALE_PLOT]
+    if workload(results) == "tpch":
+        plot_models(results["summary"], out / MODEL_PLOT)
+        written.append(out / MODEL_PLOT)
     if results["summary"].get("steady"):
         plot_steady(results["summary"]["steady"], out / STEADY_PLOT)
         written.append(out / STEADY_PLOT)
@@ -702,10 +808,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, help="results.json of a benchmark run")
     parser.add_argument(
-        "--readme", type=Path, default=Path(__file__).resolve().parent / "README.md"
+        "--readme",
+        type=Path,
+        default=None,
+        help="bench/README.md; for a TPC-H run (`--workload tpch`) README.md beside the JSON",
     )
     args = parser.parse_args(argv)
-    for path in write_all(args.results, args.readme):
+    readme = args.readme
+    if readme is None:
+        tpch = workload(json.loads(args.results.read_text())) == "tpch"
+        readme = args.results.parent if tpch else Path(__file__).resolve().parent
+        readme = readme / "README.md"
+    for path in write_all(args.results, readme):
         print(f"wrote {path}")
     return 0
 

@@ -12,6 +12,11 @@ exit code 1). With `--steady N`, after the main scale factor's rounds: N change 
 at `--steady-fraction`, timing only the refresh and recording the state tables' files (the
 table twins are rebuilt and checked every STEADY_CHECK_EVERY rounds and after the last).
 Writes `results.json`, the plots and the results section of bench/README.md.
+
+`--workload tpch` runs the same plan on the 22 TPC-H queries (`bench/tpch_workload.py`):
+dbgen's data, the queries as ivm models and as tables in a dbt project generated under the
+work directory, and rounds of TPC-H's refresh functions RF1/RF2 plus updates
+(`bench/tpch.py`); its results go to `bench/results/tpch` and the README there by default.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -35,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from bench import changes, checks, datagen, report
+from bench import changes, checks, datagen, report, tpch_workload
 
 if TYPE_CHECKING:
     from dbt.cli.main import dbtRunnerResult
@@ -46,6 +52,8 @@ PROJECT_DIR = BENCH_DIR / "project"
 REPO_DIR = BENCH_DIR.parent
 TARGET_SCHEMA = "bench"
 MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
+#: The star workload (bench/datagen.py, bench/project) or the 22 TPC-H queries.
+WORKLOADS = ("star", "tpch")
 FULL_SUFFIX = "_full"
 #: Steady-state rounds between two rebuilds and equality checks (and one after the last round).
 STEADY_CHECK_EVERY = 10
@@ -70,6 +78,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.run", description=__doc__.split("\n\n")[0]
     )
+    parser.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="star",
+        help="star: the four models on bench/datagen.py's tables; tpch: the 22 TPC-H queries "
+        "on dbgen's data (bench/tpch_workload.py)",
+    )
     parser.add_argument("--sf", type=float, default=1.0, help="scale factor (1: ~6M lines)")
     parser.add_argument(
         "--fractions", type=_floats, default=[0.001, 0.01, 0.1], help="change fractions"
@@ -84,7 +99,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--scale-fraction", type=float, default=0.001, help="change fraction of the scale series"
     )
-    parser.add_argument("--pattern", choices=changes.PATTERNS, default="clustered")
+    parser.add_argument(
+        "--pattern",
+        choices=changes.PATTERNS,
+        default="clustered",
+        help="which rows change (star workload; tpch picks rows by a hash of the key)",
+    )
     parser.add_argument(
         "--base-write-mode",
         choices=datagen.WRITE_MODES,
@@ -108,23 +128,42 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="untimed change rounds before the first measurement (JIT, class loading)",
     )
     parser.add_argument(
-        "--rows-per-file", type=int, default=75_000, help="base table rows per data file"
+        "--rows-per-file",
+        type=int,
+        default=75_000,
+        help="base table rows per data file (star workload)",
     )
     parser.add_argument("--driver-memory", default="12g", help="spark.driver.memory")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=BENCH_DIR / "results")
     parser.add_argument(
-        "--workdir", type=Path, default=BENCH_DIR / ".work", help="warehouse, dbt target and logs"
+        "--out",
+        type=Path,
+        default=None,
+        help="where the JSON and the plots go (bench/results; tpch: bench/results/tpch)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="warehouse, dbt target and logs (bench/.work; tpch: bench/.work-tpch)",
     )
     parser.add_argument(
         "--readme",
         type=Path,
-        default=BENCH_DIR / "README.md",
-        help="markdown file whose results section is rewritten",
+        default=None,
+        help="markdown file whose results section is rewritten "
+        "(bench/README.md; tpch: README.md in --out)",
     )
     args = parser.parse_args(argv)
     if args.steady < 0:
         parser.error("--steady: a number of rounds, 0 for none")
+    tpch = args.workload == "tpch"
+    if args.out is None:
+        args.out = BENCH_DIR / "results" / "tpch" if tpch else BENCH_DIR / "results"
+    if args.workdir is None:
+        args.workdir = BENCH_DIR / (".work-tpch" if tpch else ".work")
+    if args.readme is None:
+        args.readme = args.out / "README.md" if tpch else BENCH_DIR / "README.md"
     return args
 
 
@@ -168,10 +207,11 @@ class Invocation:
 class Dbt:
     """In-process dbt on the benchmark project, output under the work directory."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, project_dir: Path = PROJECT_DIR) -> None:
         from dbt.cli.main import dbtRunner
 
         self.workdir = workdir
+        self.project_dir = project_dir
         self._steps: list[tuple[str, str, float]] = []
         self.runner = dbtRunner(callbacks=[self._on_event])
 
@@ -185,7 +225,7 @@ class Dbt:
             [
                 *args,
                 "--project-dir",
-                str(PROJECT_DIR),
+                str(self.project_dir),
                 "--profiles-dir",
                 str(PROJECT_DIR),
                 "--target-path",
@@ -322,30 +362,41 @@ class Benchmark:
         self.workdir: Path = args.workdir.resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_file = self.workdir / "bench.log"
-        self.dbt = Dbt(self.workdir)
+        self.tpch = args.workload == "tpch"
+        if self.tpch:
+            self.models: tuple[str, ...] = tpch_workload.MODELS
+            self.source_schema = tpch_workload.SOURCE_SCHEMA
+            project = tpch_workload.write_project(self.workdir / "tpch_project", PROJECT_DIR)
+        else:
+            self.models, self.source_schema, project = MODELS, datagen.SOURCE_SCHEMA, PROJECT_DIR
+        self.dbt = Dbt(self.workdir, project)
+        #: Change rounds applied so far (the TPC-H rounds' number: part of every row's hash).
+        self.round_no = 0
         self._spark: SparkSession | None = None
         self.results: dict[str, Any] = {
             "format": 1,
             "status": "running",
+            "workload": args.workload,
             "settings": {
+                "workload": args.workload,
                 "sf": args.sf,
                 "fractions": args.fractions,
                 "reps": args.reps,
                 "scale_sfs": args.scale_sfs,
                 "scale_fraction": args.scale_fraction,
-                "pattern": args.pattern,
+                "pattern": None if self.tpch else args.pattern,
                 "base_write_mode": args.base_write_mode,
                 "steady": args.steady,
                 "steady_fraction": args.steady_fraction,
                 "steady_check_every": STEADY_CHECK_EVERY,
                 "seed": args.seed,
                 "warmup_rounds": args.warmup_rounds,
-                "rows_per_file": args.rows_per_file,
+                "rows_per_file": None if self.tpch else args.rows_per_file,
                 "driver_memory": args.driver_memory,
                 "shuffle_partitions": args.shuffle_partitions,
                 "dbt_threads": 1,
             },
-            "models": list(MODELS),
+            "models": list(self.models),
             "runs": [],
         }
         self.bar: tqdm | None = None
@@ -386,7 +437,7 @@ class Benchmark:
             "run-operation",
             "bench_bootstrap",
             "--args",
-            json.dumps({"schemas": [datagen.SOURCE_SCHEMA, TARGET_SCHEMA]}),
+            json.dumps({"schemas": [self.source_schema, TARGET_SCHEMA]}),
         )
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
@@ -405,7 +456,7 @@ class Benchmark:
             checks.compare(
                 self.spark, m, f"{TARGET_SCHEMA}.{m}", f"{TARGET_SCHEMA}.{m}{FULL_SUFFIX}"
             )
-            for m in MODELS
+            for m in self.models
         ]
         bad = [c for c in found if not c.ok]
         if bad:
@@ -426,6 +477,16 @@ class Benchmark:
         return self.dbt.run("--select", "tag:full")
 
     def load(self, sf: float) -> dict[str, Any]:
+        if self.tpch:
+            loaded = tpch_workload.load(
+                self.spark, sf, self.workdir / "dbgen", self.args.base_write_mode
+            )
+            self.say(f"  dbgen: {loaded['dbgen_seconds']:.1f}s")
+            for t in loaded["tables"]:
+                self.say(
+                    f"  {t['name']}: {t['rows']:,} rows in {t['files']} files ({t['seconds']:.1f}s)"
+                )
+            return loaded
         bars: list[tqdm] = []
 
         def progress(table: datagen.BaseTable, expected: int) -> Any:
@@ -455,18 +516,22 @@ class Benchmark:
 
     def apply_changes(
         self, seed: str, sf: float, fraction: float, label: str
-    ) -> tuple[list[changes.TableChange], float]:
+    ) -> tuple[list[dict[str, Any]], float]:
         """One round of changes to every base table; what it did and its seconds."""
         self.step(f"{label}: changes")
+        self.round_no += 1
         start = time.perf_counter()
-        applied = changes.apply_round(
-            self.spark, seed, fraction, self.args.pattern, datagen.scale_of(sf).parts
-        )
+        if self.tpch:
+            applied = tpch_workload.apply_round(self.spark, self.args.seed, fraction, self.round_no)
+            what = tpch_workload.describe(applied)
+        else:
+            found = changes.apply_round(
+                self.spark, seed, fraction, self.args.pattern, datagen.scale_of(sf).parts
+            )
+            applied = [asdict(c) for c in found]
+            what = ", ".join(f"{c.table} +{c.inserted} ~{c.updated} -{c.deleted}" for c in found)
         change_seconds = time.perf_counter() - start
-        self.say(
-            f"{label}: changes ({change_seconds:.1f}s) "
-            + ", ".join(f"{c.table} +{c.inserted} ~{c.updated} -{c.deleted}" for c in applied)
-        )
+        self.say(f"{label}: changes ({change_seconds:.1f}s) {what}")
         return applied, change_seconds
 
     def change_round(
@@ -487,7 +552,7 @@ class Benchmark:
             {
                 "fraction": fraction,
                 "rep": rep,
-                "changes": [asdict(c) for c in applied],
+                "changes": applied,
                 "changes_seconds": change_seconds,
                 "ivm": ivm.as_json(),
                 "full": full.as_json(),
@@ -503,15 +568,18 @@ class Benchmark:
 
         Reads table metadata only (the `refs` and `snapshots` metadata tables)."""
         found: dict[str, dict[str, int | None]] = {}
-        for model in MODELS:
+        for model in self.models:
             state = f"{TARGET_SCHEMA}.{model}__ivm_state"
-            row = self.spark.sql(
-                f"SELECT (SELECT count(*) FROM {state}.snapshots), "
-                "summary['total-data-files'], summary['total-delete-files'], "
-                "summary['total-files-size'], summary['total-records'] "
-                f"FROM {state}.snapshots WHERE snapshot_id = "
-                f"(SELECT snapshot_id FROM {state}.refs WHERE name = 'main')"
-            ).collect()
+            if not self.spark.catalog.tableExists(state):
+                row = []  # a model whose refresh keeps no `__ivm_state` table
+            else:
+                row = self.spark.sql(
+                    f"SELECT (SELECT count(*) FROM {state}.snapshots), "
+                    "summary['total-data-files'], summary['total-delete-files'], "
+                    "summary['total-files-size'], summary['total-records'] "
+                    f"FROM {state}.snapshots WHERE snapshot_id = "
+                    f"(SELECT snapshot_id FROM {state}.refs WHERE name = 'main')"
+                ).collect()
             values = list(row[0]) if row else [None] * 5
             found[model] = {
                 key: None if value is None else int(value)
@@ -545,7 +613,7 @@ class Benchmark:
             )
             record: dict[str, Any] = {
                 "round": number,
-                "changes": [asdict(c) for c in applied],
+                "changes": applied,
                 "changes_seconds": change_seconds,
                 "ivm": ivm.as_json(),
                 "state": state,
@@ -623,6 +691,7 @@ class Benchmark:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; 0 when every figure was measured and every check passed."""
     args = parse_args(argv)
+    command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
     args.out.mkdir(parents=True, exist_ok=True)
     variables = {
         "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
@@ -631,6 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "DBT_SPARK_IVM_TIMINGS": "1",
     }
     bench = Benchmark(args)
+    bench.results["command"] = command
     started = time.perf_counter()
     status = 0
     with _environment_variables(variables):
@@ -648,6 +718,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results.write_text(json.dumps(bench.results, indent=1) + "\n")
     bench.say(f"results: {results} ({bench.results['seconds']:.0f}s)")
     if status == 0:
+        if args.workload == "tpch" and not args.readme.exists():
+            args.readme.write_text(
+                f"# Benchmark: the 22 TPC-H queries, SF {args.sf:g}, {args.base_write_mode}\n\n"
+                f"```sh\n.venv/bin/{command}\n```\n\n"
+            )
         for path in report.write_all(results, args.readme):
             bench.say(f"wrote {path}")
     return status
