@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import pytest
 from sqlglot import exp
+from support.delta_sql import delta_select
 
-from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.analyze import analyze
-from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.plan import plan
 
 SCHEMAS = {
     "s.part": [("p_partkey", "bigint"), ("p_size", "int")],
@@ -34,21 +32,6 @@ def _steps(text: str) -> list[tuple[str, str, str]]:
     return [(s.kind.value, q.inputs[s.index].alias, s.on.sql("spark")) for s in q.steps]
 
 
-def _delta(text: str, changed: set[str]) -> exp.Select:
-    q = analyze(text, "m", SCHEMAS, "s")
-    outputs = [(f"c{n}", "string") for n in range(len(q.outputs))]
-    p = plan(q, outputs, [None] * len(q.aggregates))
-    versions = render.Versions(
-        old={r: 1 for r in SCHEMAS},
-        new={r: 2 for r in SCHEMAS},
-        logs={f"s.{name}": f"log_{name}" for name in changed},
-    )
-    renderer = TermRenderer(q, render.leaf_at(q, versions), versions.changed(q))
-    select = render.compacted_delta_select(p, renderer, None)
-    assert select is not None
-    return select
-
-
 def test_inputs_are_ordered_so_every_join_has_a_predicate():
     assert _steps(Q9_SHAPE) == [
         ("inner", "lineitem", "part.p_partkey = lineitem.l_partkey"),
@@ -65,7 +48,7 @@ def test_inputs_are_ordered_so_every_join_has_a_predicate():
 )
 def test_no_delta_join_lacks_a_predicate(changed: set[str]):
     """Every join of every term (and of a factored bracket) has an ON with an equality."""
-    select = _delta(Q9_SHAPE, changed)
+    select = delta_select(Q9_SHAPE, SCHEMAS, changed)
     joins = list(select.find_all(exp.Join))
     assert joins
     for join in joins:

@@ -13,11 +13,8 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 from sqlglot import exp
+from support.delta_sql import delta_select
 
-from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
-from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.plan import plan
 from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
 
 SCHEMAS = {
@@ -33,18 +30,7 @@ SEGMENTS = (
 
 
 def _delta_sql(text: str, changed: set[str], ranges=None) -> str:
-    q = analyze(text, "m", SCHEMAS, "s")
-    outputs = [(f"c{n}", "string") for n in range(len(q.outputs))]
-    p = plan(q, outputs, [None] * len(q.aggregates))
-    versions = render.Versions(
-        old={r: 1 for r in SCHEMAS},
-        new={r: 2 for r in SCHEMAS},
-        logs={f"s.{name}": f"log_{name}" for name in changed},
-    )
-    renderer = TermRenderer(q, render.leaf_at(q, versions), versions.changed(q))
-    select = render.compacted_delta_select(p, renderer, ranges)
-    assert select is not None
-    return select.sql(dialect="spark")
+    return delta_select(text, SCHEMAS, changed, ranges).sql(dialect="spark")
 
 
 def _reads(text: str, relation: str) -> int:

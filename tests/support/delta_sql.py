@@ -1,0 +1,36 @@
+"""The delta SELECT the compiler renders for a query, without Spark: for golden-SQL tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.plan import plan
+from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
+
+
+def delta_select(
+    text: str,
+    schemas: Mapping[str, Sequence[tuple[str, str]]],
+    changed: set[str],
+    ranges: Mapping[tuple[int, str], KeyRange] | None = None,
+    default_db: str = "s",
+) -> exp.Select:
+    """The compacted delta of `text` when the tables `changed` (names in `default_db`) have
+    change logs `log_<name>`: every input at version 1 (old) or 2 (new)."""
+    q = analyze(text, "m", schemas, default_db)
+    outputs = [(f"c{n}", "string") for n in range(len(q.outputs))]
+    p = plan(q, outputs, [None] * len(q.aggregates))
+    versions = render.Versions(
+        old={r: 1 for r in schemas},
+        new={r: 2 for r in schemas},
+        logs={f"{default_db}.{name}": f"log_{name}" for name in changed},
+    )
+    renderer = TermRenderer(q, render.leaf_at(q, versions), versions.changed(q))
+    select = render.compacted_delta_select(p, renderer, ranges)
+    assert select is not None
+    return select
