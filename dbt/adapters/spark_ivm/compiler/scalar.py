@@ -122,11 +122,17 @@ def _aggregates(
 ) -> list[exp.Expression]:
     """The aggregate calls the sub-query's value is an expression of (each kept by the
     state); a column of the sub-query's own inputs outside them is refused."""
-    calls = [a for a in value.find_all(exp.AggFunc) if a.find_ancestor(exp.AggFunc) is None]
-    if isinstance(value, exp.AggFunc):
-        calls = [value]
+
+    def under_aggregate(node: exp.Expression) -> bool:  # within `value` only
+        while node is not value:
+            node = node.parent
+            if isinstance(node, exp.AggFunc):
+                return True
+        return False
+
+    calls = [a for a in value.find_all(exp.AggFunc) if not under_aggregate(a)]
     for column in value.find_all(exp.Column):
-        if column.table in own and column.find_ancestor(exp.AggFunc) is None:
+        if column.table in own and not under_aggregate(column):
             raise UnsupportedQueryError(
                 model,
                 "a scalar sub-query whose value reads a column outside its aggregate",
@@ -141,12 +147,10 @@ def _substituted(
     """`value` (the sub-query's expression of its aggregates) read from the state's columns:
     over no rows each aggregate is what the state's padding gives (NULL, or 0 for a count),
     so the expression is too."""
-    if isinstance(value, exp.AggFunc) and id(value) in read:
+    if id(value) in read:
         return read[id(value)].copy()
     copy = value.copy()
-    originals = [n for n in value.walk()]
-    copies = [n for n in copy.walk()]
-    for original, node in zip(originals, copies):
+    for original, node in zip(list(value.walk()), list(copy.walk())):
         if id(original) in read:
             node.replace(read[id(original)].copy())
     return copy
