@@ -103,6 +103,8 @@ def test_top_k_keeps_the_unlimited_select_and_orders_the_view_by_result_columns(
     )
     assert top.inner == "SELECT t.k AS k, SUM(t.x) AS s FROM db.t AS t GROUP BY t.k"
     assert top.suffix == " ORDER BY `s` DESC, `k` NULLS LAST LIMIT 3"
+    by_position = top_k.split("SELECT t.k AS k, t.x AS x FROM db.t AS t ORDER BY 2, 1 LIMIT 1", "m")
+    assert by_position.suffix == " ORDER BY `x`, `k` LIMIT 1"
     plain = top_k.split("SELECT t.k FROM db.t AS t ORDER BY t.k", "m")
     assert plain.suffix == "" and plain.limited("V") == "V"
 

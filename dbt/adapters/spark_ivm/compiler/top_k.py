@@ -11,7 +11,7 @@ maintained as any model is, and the model's relation is its view limited again:
 
 The view equals the model's SELECT wherever the ORDER BY is total (ties at the k-th row are
 Spark's arbitrary choice, in a fresh run as in the view). The ORDER BY must name result
-columns (by alias, or by the expression a result column is): the view only has those.
+columns (by alias, position, or the expression a result column is): the view only has those.
 Refused: LIMIT without ORDER BY (which k rows is unspecified), OFFSET, and a LIMIT on a set
 operation or a sub-query (`analyze`).
 
@@ -62,6 +62,8 @@ class TopK:
 def _named(node: exp.Expression, outputs: list[exp.Expression]) -> exp.Expression | None:
     """The result column an ORDER BY term reads, by its name (None: no result column)."""
     names = {o.alias_or_name.lower(): o.alias_or_name for o in outputs if o.alias_or_name}
+    if isinstance(node, exp.Literal) and node.is_int and 1 <= int(node.name) <= len(outputs):
+        node = exp.column(outputs[int(node.name) - 1].alias_or_name)  # ORDER BY 2
     if isinstance(node, exp.Column) and not node.table and node.name.lower() in names:
         return exp.column(names[node.name.lower()], quoted=True)
     for output in outputs:
