@@ -9,6 +9,7 @@ setup(
         "dbt adapter plugin on dbt-spark with an `ivm` (incremental view maintenance) "
         "materialization on Apache Iceberg and an embedded local Spark"
     ),
+    license="Apache-2.0",
     python_requires=">=3.11",
     # Namespace packages only: dbt-core and dbt-adapters own dbt/__init__.py and
     # dbt/adapters/__init__.py, and shipping them here would clobber theirs.
