@@ -9,13 +9,15 @@ files fell) and expired (its snapshots fell) at least once. The thresholds are l
 the refresh test (`THRESHOLDS`: the same rules, due sooner, so that 10 refreshes exercise what
 the defaults reach after 16): without upkeep a state would hold more than EXPIRE_AT + 1
 snapshots and DELETE_FILE_THRESHOLD delete files by then. An upkeep that fails leaves the run successful and the relation exact
-(the failure is injected by making the CALL fail on Spark).
+(the failure is injected by making the CALL fail on Spark). Every state's metadata files stay
+bounded too (`upkeep.BOUNDED_METADATA`).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
@@ -100,14 +102,18 @@ def _change(p: SmallProject, rnd: random.Random) -> None:
 
 
 def _files(p: SmallProject, model: str) -> dict[str, int]:
-    """Live data and delete files of the model's state table, and its snapshots."""
+    """Live data and delete files of the model's state table, its snapshots, and the
+    metadata files in its folder (a local warehouse, in session mode as through thrift)."""
     state = f"{SCHEMA}.{model}__ivm_state"
     counts = dict(p.sql(f"SELECT content, count(*) FROM {state}.files GROUP BY content"))
     (snapshots,) = p.sql(f"SELECT count(*) FROM {state}.snapshots")[0]
+    details = {str(r[0]).strip(): str(r[1]) for r in p.sql(f"DESCRIBE TABLE EXTENDED {state}")}
+    location = Path(details["Location"].removeprefix("file:"))
     return {
         "data": int(counts.get(0, 0)),
         "deletes": int(counts.get(1, 0)) + int(counts.get(2, 0)),
         "snapshots": int(snapshots),
+        "metadata": len(list((location / "metadata").glob("*.metadata.json"))),
     }
 
 
@@ -130,7 +136,7 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(
     for name, value in THRESHOLDS.items():
         monkeypatch.setattr(upkeep, name, value)
     rnd = random.Random(1)
-    peak = {name: {"data": 0, "deletes": 0, "snapshots": 0} for name in MODELS}
+    peak = {name: {"data": 0, "deletes": 0, "snapshots": 0, "metadata": 0} for name in MODELS}
     last = {name: _files(p, name) for name in MODELS}
     # Rounds after which a state held fewer delete files / snapshots than before the round.
     fell: dict[str, dict[str, list[int]]] = {n: {"deletes": [], "snapshots": []} for n in MODELS}
@@ -156,6 +162,9 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(
         # expiry keeps at most EXPIRE_AT - 1 snapshots plus a compaction's two.
         assert peak[name]["data"] <= upkeep.DATA_FILE_SLACK, (name, peak[name])
         assert peak[name]["snapshots"] <= upkeep.EXPIRE_AT + 1, (name, peak[name])
+        # Iceberg keeps METADATA_VERSIONS previous metadata files and the current one;
+        # without BOUNDED_METADATA every commit's file stays (more than 12 by now).
+        assert peak[name]["metadata"] <= upkeep.METADATA_VERSIONS + 1, (name, peak[name])
         # The bounds held because upkeep ran, not because too few refreshes committed.
         assert fell[name]["deletes"], (name, "never compacted", peak[name])
         assert fell[name]["snapshots"], (name, "never expired", peak[name])

@@ -51,6 +51,7 @@ from dbt.adapters.spark_ivm.compiler.templates import (
     template,
     text,
 )
+from dbt.adapters.spark_ivm.compiler.upkeep import BOUNDED_METADATA
 
 MATCHED = "__ivm_matched"
 ROW = "__ivm_row__"  # 0: a row of the view's state; 1: the metadata row
@@ -58,7 +59,7 @@ META = "__ivm_meta__"  # the metadata row's JSON: watermarks and SQL hash
 NEW_COUNT = "__ivm_new_count"
 STATE_PROPERTIES = (
     "'format-version'='2', 'write.delete.mode'='merge-on-read', "
-    "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"
+    f"'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read', {BOUNDED_METADATA}"
 )
 
 

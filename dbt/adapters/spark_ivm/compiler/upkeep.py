@@ -36,6 +36,13 @@ A large state whose refreshes touch rows in every file is rewritten whole by eac
 (delete-file-threshold 1): that is the price of merge-on-read, paid once every
 `DELETE_FILE_THRESHOLD` delete files rather than by every read.
 
+Metadata files. Every commit writes a new `metadata.json` and Iceberg keeps the old ones
+unless told otherwise (41 after 30 refreshes of one state). Every table the plugin creates
+(states, delta logs, snapshot-diff copies) carries `BOUNDED_METADATA`: Iceberg deletes the
+oldest metadata file after a commit once `METADATA_VERSIONS` previous ones are kept. A
+refresh reads only a table's current metadata file; its snapshots, not old metadata files,
+serve `VERSION AS OF`.
+
 Base tables are never touched: every statement here names the state table only.
 """
 
@@ -50,6 +57,14 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import CATALOG
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
+
+#: Previous metadata files a table the plugin writes keeps (Iceberg deletes older ones).
+METADATA_VERSIONS = 8
+#: Table properties that bound those metadata files (see the module docstring).
+BOUNDED_METADATA = (
+    "'write.metadata.delete-after-commit.enabled'='true', "
+    f"'write.metadata.previous-versions-max'='{METADATA_VERSIONS}'"
+)
 
 #: Live position delete files at which the state is compacted.
 DELETE_FILE_THRESHOLD = 8

@@ -44,7 +44,9 @@ WEIGHT = "__ivm_w"
 SNAP = "__ivm_dl_snap"
 MARK = "__ivm_dl_mark"
 #: Copy-on-write: the log is appended to and trimmed by whole entries, and read whole.
-LOG_PROPERTIES = "'format-version'='2', 'write.delete.mode'='copy-on-write'"
+LOG_PROPERTIES = (
+    f"'format-version'='2', 'write.delete.mode'='copy-on-write', {upkeep.BOUNDED_METADATA}"
+)
 
 
 def log_of(state: str) -> str:

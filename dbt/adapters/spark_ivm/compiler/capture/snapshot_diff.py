@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.analyze import relation_key
 from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+from dbt.adapters.spark_ivm.compiler.upkeep import BOUNDED_METADATA
 
 DIALECT = "spark"
 #: View property of the model: {relation: copy table} of the relations read through copies.
@@ -122,7 +123,10 @@ def schema_digest(columns: Sequence[tuple[str, str]]) -> str:
 def create_copy_sql(relation: str, copy: str, columns: Sequence[tuple[str, str]]) -> list[str]:
     """(Re)create the copy from the relation: an Iceberg table with the relation's rows and
     a digest of the relation's columns in its properties."""
-    props = f"'format-version' = '2', '{SOURCE_SCHEMA}' = '{schema_digest(columns)}'"
+    props = (
+        f"'format-version' = '2', '{SOURCE_SCHEMA}' = '{schema_digest(columns)}', "
+        f"{BOUNDED_METADATA}"
+    )
     return [
         f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE",
         (
