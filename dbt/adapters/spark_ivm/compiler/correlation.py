@@ -33,9 +33,18 @@ class Correlation:
 
 
 def own_aliases(inner: exp.Select) -> set[str]:
-    """The aliases of a SELECT's own inputs."""
+    """The aliases of a SELECT's own inputs (none without FROM)."""
+    if inner.args.get("from_") is None:
+        return set()
     sources = [inner.args["from_"].this, *(j.this for j in inner.args.get("joins") or [])]
     return {s.alias_or_name for s in sources}
+
+
+def aggregates(inner: exp.Select) -> bool:
+    """Does the SELECT group or aggregate in its own clauses (not in a sub-query of it)?"""
+    if inner.args.get("group") or inner.args.get("having"):
+        return True
+    return any(a.find_ancestor(exp.Select) is inner for a in inner.find_all(exp.AggFunc))
 
 
 def _key_pair(

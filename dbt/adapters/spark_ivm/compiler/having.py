@@ -29,17 +29,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.correlation import own_aliases
+
 ALIAS = "ivm_having"
 HIDDEN = "__ivm_h"
-
-
-def _own_aliases(select: exp.Select) -> set[str]:
-    from_ = select.args.get("from_")
-    if from_ is None:
-        return set()
-    return {
-        s.alias_or_name for s in [from_.this, *(j.this for j in select.args.get("joins") or [])]
-    }
 
 
 def _reads_outer(column: exp.Column, select: exp.Select) -> bool:
@@ -47,7 +40,7 @@ def _reads_outer(column: exp.Column, select: exp.Select) -> bool:
     sub-query's (whose aliases may repeat the outer ones)?"""
     scope = column.find_ancestor(exp.Select)
     while scope is not None and scope is not select:
-        if column.table in _own_aliases(scope):
+        if column.table in own_aliases(scope):
             return False
         scope = scope.find_ancestor(exp.Select)
     return True

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.correlation import own_aliases
+from dbt.adapters.spark_ivm.compiler.correlation import aggregates, own_aliases
 from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
 
 #: A comparison read the other way round: `v < x` is `x > v`.
@@ -61,9 +61,7 @@ def as_scalar_test(exists: exp.Exists) -> exp.Expression | None:
     inner = exists.this.this if isinstance(exists.this, exp.Subquery) else exists.this
     if not isinstance(inner, exp.Select) or inner.args.get("from_") is None:
         return None
-    if inner.args.get("group") or inner.args.get("having") or inner.args.get("offset"):
-        return None
-    if any(a.find_ancestor(exp.Select) is inner for a in inner.find_all(exp.AggFunc)):
+    if aggregates(inner) or inner.args.get("offset"):
         return None
     own = own_aliases(inner)
     where = inner.args.get("where")

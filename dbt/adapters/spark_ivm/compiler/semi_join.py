@@ -117,7 +117,7 @@ def _as_exists(test: exp.In, model: str) -> exp.Exists:
             _fragment(test),
         )  # fmt: skip
     equality = _as_compared(test, inner.expressions[0].unalias(), model)
-    if _aggregates(inner):
+    if correlation.aggregates(inner):
         lifted = _lifted(inner, model, test)
         column = exp.column("c", table=GROUPED)
         compared = equality.this.this if isinstance(equality.this, exp.Cast) else equality.this
@@ -128,13 +128,6 @@ def _as_exists(test: exp.In, model: str) -> exp.Exists:
     inner.set("expressions", [exp.Literal.number(1)])
     inner.where(equality, copy=False)
     return exp.Exists(this=inner)
-
-
-def _aggregates(inner: exp.Select) -> bool:
-    """Does the SELECT group or aggregate in its own clauses (not in a sub-query of it)?"""
-    if inner.args.get("group") or inner.args.get("having"):
-        return True
-    return any(a.find_ancestor(exp.Select) is inner for a in inner.find_all(exp.AggFunc))
 
 
 def _lifted(inner: exp.Select, model: str, test: exp.Expression) -> exp.Select:
@@ -199,7 +192,7 @@ def _semi_join(
     inner = inner.this if isinstance(inner, exp.Subquery) else inner
     if not isinstance(inner, exp.Select) or inner.args.get("from_") is None:
         raise UnsupportedQueryError(model, "this EXISTS sub-query", _fragment(exists))
-    if _aggregates(inner):
+    if correlation.aggregates(inner):
         inner = _lifted(inner, model, exists)
     limit = inner.args.get("limit")
     if inner.args.get("offset") or (limit is not None and not _at_least_one(limit)):
