@@ -112,9 +112,17 @@ def test_an_outer_join_without_an_equality_is_refused_when_planned_not_at_a_refr
             "not a conjunct of WHERE",
         ),
         (
-            # one comparison is a MIN / MAX test (`inequality.py`); two do not split
+            # with an equality, comparisons are a state of outer values
+            # (`theta_semi_join.py`); without one, that state would be a product
             "select k from t where exists (select 1 from u where u.k < t.k and u.y > t.x)",
-            "other than an equality",
+            "comparisons without an equality",
+        ),
+        (
+            (
+                "select k from t where exists (select 1 from u where u.k = t.k "
+                "and (u.y > t.x or t.x is null))"
+            ),
+            "not a NULL-strict comparison",
         ),
         (
             "select k from t where x in (select max(y) from u where u.k = t.k)",

@@ -1,7 +1,7 @@
 """The sub-query shapes TPC-H needs, as the compiler cuts them into states (pure, no Spark).
 
 What each rule keeps and why it is exact is in its module's docstring; the differential
-families `top_k_comma_join`, `having_subqueries` and `exists_inequality` and the TPC-H family
+families `top_k_comma_join`, `having_subqueries`, `exists_inequality` and `exists_ranges` and the TPC-H family
 (`test_tpch.py`) check the results against Spark.
 """
 
@@ -95,6 +95,34 @@ def test_exists_with_one_comparison_tests_a_min_or_max_per_key(comparison: str, 
     assert f"WHERE {test} AND NOT {test.replace('scalar0', 'scalar1')}" in model
 
 
+def test_exists_with_an_equality_and_more_comparisons_keeps_the_matched_outer_values():
+    """`EXISTS (.. u.k = t.k AND u.y > t.x AND u.y < t.x + 5)`: the state is the DISTINCT
+    (k, x) of t that have a match, joined from t's own copy by the equality, so a change
+    of u recomputes the outer values of its keys only."""
+    states, model = _prepared(
+        "select t.k from t where exists (select 1 from u where u.k = t.k and u.y > t.x "
+        "and u.y < t.x + 5) and not exists (select 1 from u where u.k = t.x and u.y "
+        "between t.k and t.x)"
+    )
+    assert states == [
+        (
+            "SELECT DISTINCT ivm_theta0.k AS k0, ivm_theta0.x AS k1 FROM db.u AS u "
+            "JOIN db.t AS ivm_theta0 ON u.k = ivm_theta0.k AND u.y > ivm_theta0.x "
+            "AND u.y < ivm_theta0.x + 5"
+        ),
+        (
+            "SELECT DISTINCT ivm_theta1.x AS k0, ivm_theta1.k AS k1 FROM db.u AS u "
+            "JOIN db.t AS ivm_theta1 ON u.k = ivm_theta1.x AND u.y BETWEEN ivm_theta1.k "
+            "AND ivm_theta1.x"
+        ),
+    ]
+    assert model.endswith(
+        "JOIN (SELECT 1 AS k0 FROM db.v) AS ivm_semi0 ON ivm_semi0.k0 = t.k AND "
+        "ivm_semi0.k1 = t.x LEFT JOIN (SELECT 1 AS k0 FROM db.v) AS ivm_semi1 ON "
+        "ivm_semi1.k0 = t.x AND ivm_semi1.k1 = t.k WHERE ivm_semi1.k0 IS NULL"
+    )
+
+
 def test_top_k_keeps_the_unlimited_select_and_orders_the_view_by_result_columns():
     top = top_k.split(
         "SELECT t.k AS k, SUM(t.x) AS s FROM db.t AS t GROUP BY t.k ORDER BY SUM(t.x) DESC, "
@@ -119,3 +147,13 @@ def test_top_k_keeps_the_unlimited_select_and_orders_the_view_by_result_columns(
 def test_top_k_over_what_the_view_cannot_order_is_refused(sql: str, construct: str):
     with pytest.raises(UnsupportedQueryError, match=construct):
         top_k.split(sql, "m")
+
+
+def test_a_comparison_beside_a_range_is_not_taken_for_the_min_max_test():
+    """`u.y BETWEEN t.x AND t.k AND u.k > t.x` is two conditions beyond the equality: the
+    MIN / MAX test would leave the BETWEEN correlated inside its scalar sub-query."""
+    states, _ = _prepared(
+        "select t.k from t where not exists (select 1 from u where u.k = t.k "
+        "and u.y between t.x - 2 and t.x + 2 and u.k > t.x)"
+    )
+    assert states[0].startswith("SELECT DISTINCT ivm_theta0.k AS k0, ivm_theta0.x AS k1 FROM")

@@ -719,6 +719,24 @@ FAMILIES: list[Family] = [
                        where o4.status = o.status)
         """,
     ),
+    # EXISTS / NOT EXISTS / IN correlated by an equality and more comparisons, ranges
+    # included (theta_semi_join.py): a DISTINCT state of the outer values that match, so a
+    # change recomputes the outer rows of its equality keys; NULLs on both sides, ties
+    Family(
+        "exists_ranges",
+        (ORDERS, CUSTOMERS),
+        """
+        select o.oid, o.cust, o.status, o.qty, o.amount
+        from {{ source('base', 'orders') }} o
+        where exists (select 1 from {{ source('base', 'orders') }} o2
+                      where o2.cust = o.cust and o2.status <> o.status and o2.qty > o.qty)
+          and not exists (select 1 from {{ source('base', 'customers') }} c
+                          where c.cid = o.cust and c.credit between o.qty - 2 and o.qty + 2
+                            and c.nation > o.oid)
+          and o.cust in (select c2.cid from {{ source('base', 'customers') }} c2
+                         where c2.credit >= o.qty and c2.nation < o.oid)
+        """,
+    ),
     # --- models in a dbt DAG: over views, ephemerals, other ivm models (issue 12) ------------
     # A view is read through its query (compiler/views.py): a staging view flattens into the
     # model's joins; an unaliased expression keeps Spark's column name.

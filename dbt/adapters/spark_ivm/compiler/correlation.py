@@ -47,7 +47,7 @@ def aggregates(inner: exp.Select) -> bool:
     return any(a.find_ancestor(exp.Select) is inner for a in inner.find_all(exp.AggFunc))
 
 
-def _key_pair(
+def key_pair(
     conjunct: exp.Expression, own: set[str]
 ) -> tuple[exp.Expression, exp.Expression] | None:
     """(inner, outer) of an equality of an inner expression and an outer one, else None."""
@@ -74,7 +74,7 @@ def split(inner: exp.Select, model: str, where_in: str) -> Correlation:
         if aliases(conjunct) <= own:
             local.append(conjunct)
             continue
-        pair = _key_pair(conjunct, own)
+        pair = key_pair(conjunct, own)
         if pair is not None:
             keys.append(pair[0])
             links.append(pair[1])

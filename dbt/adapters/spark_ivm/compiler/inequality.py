@@ -13,8 +13,9 @@ never compare, and MIN / MAX skip them):
 each wrapped in `coalesce(.., false)`: over no rows (MIN and MAX NULL) and for a NULL v the
 EXISTS is false. The sub-query becomes a scalar sub-query of those aggregates correlated by
 the equalities only (`scalar.py`: a LEFT JOIN with MIN / MAX kept per key), and NOT EXISTS
-its negation. Only one comparison with the outer row is taken; more (`x < v AND y > w`) do
-not split into one aggregate each, and stay refused (`correlation.py`).
+its negation. Only one comparison with the outer row is taken; more (`x < v AND y > w`,
+BETWEEN) do not split into one aggregate each: they are a state of the outer values that
+match (`theta_semi_join.py`).
 
     >>> import sqlglot
     >>> e = sqlglot.parse_one("EXISTS (SELECT * FROM db.i AS i WHERE i.k = o.k AND i.s <> o.s)",
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.correlation import aggregates, own_aliases
+from dbt.adapters.spark_ivm.compiler.correlation import aggregates, key_pair, own_aliases
 from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
 
 #: A comparison read the other way round: `v < x` is `x > v`.
@@ -66,10 +67,13 @@ def as_scalar_test(exists: exp.Exists) -> exp.Expression | None:
     own = own_aliases(inner)
     where = inner.args.get("where")
     found = conjuncts(where.this if where is not None else None)
-    compared = [(c, o) for c in found if (o := _oriented(c, own)) is not None]
-    if len(compared) != 1:
+    # the correlation beyond its equalities must be this one comparison (more: a state of
+    # the outer values, `theta_semi_join.py`)
+    beyond = [c for c in found if not aliases(c) <= own and key_pair(c, own) is None]
+    oriented = _oriented(beyond[0], own) if len(beyond) == 1 else None
+    if oriented is None:
         return None
-    conjunct, (kind, x, v) = compared[0]
+    conjunct, (kind, x, v) = beyond[0], oriented
     low, high = exp.Min(this=x.copy()), exp.Max(this=x.copy())
     if kind is exp.NEQ:
         test: exp.Expression = exp.or_(

@@ -41,17 +41,18 @@ A sub-query that groups (TPC-H Q18: `o_orderkey IN (SELECT l_orderkey .. GROUP B
 l_orderkey HAVING sum(l_quantity) > 300)`) is a derived table first, a state of its own,
 its correlation keys added to its GROUP BY and joined outside it (`_lifted`); the DISTINCT
 state then reads it. An EXISTS correlated by equalities and one comparison (`<>`, `<`, ..)
-is a test of a MIN or MAX per key instead (`inequality.py`).
+is a test of a MIN or MAX per key instead (`inequality.py`); by equalities and more
+comparisons, a DISTINCT state of the outer values that match (`theta_semi_join.py`).
 
-Refused by name: a sub-query test under OR or in the select list, a correlation with more
-than one comparison, a correlated sub-query over an ungrouped aggregate.
+Refused by name: a sub-query test under OR or in the select list, a correlation with no
+equality, a correlated sub-query over an ungrouped aggregate.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import correlation, inequality
+from dbt.adapters.spark_ivm.compiler import correlation, inequality, theta_semi_join
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.templates import conjuncts
@@ -281,7 +282,11 @@ def rewrite(select: exp.Select, model: str) -> None:
             kept.append(exp.Not(this=compared) if negated else compared)
             tested = True
             continue
-        subquery, on = _semi_join(test, number, model)
+        if theta_semi_join.wanted(test):
+            subquery, joined = theta_semi_join.semi_state(test, select, number, model)
+            on = [joined]
+        else:
+            subquery, on = _semi_join(test, number, model)
         condition = exp.and_(*on) if on else exp.true()
         if negated and not on:
             raise UnsupportedQueryError(
