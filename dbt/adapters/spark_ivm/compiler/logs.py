@@ -22,6 +22,7 @@ from dbt.adapters.spark_ivm.compiler.capture import (
     changelog,
     delta_log,
     merge_on_read,
+    selection,
     touched_files,
     version_diff,
     weights,
@@ -93,6 +94,7 @@ class LogWriter(FactsReader):
         logs: dict[str, str] = {}
         counts: dict[str, int] = {}
         read = query.columns_read()
+        filters = selection.pushed_filters(query)
         for index, relation in enumerate(query.relations):
             old, new = watermarks.get(relation), pinned[relation]
             counts[relation] = 0
@@ -153,6 +155,8 @@ class LogWriter(FactsReader):
                     select = version_diff.log_select(
                         relation, old, new, columns, exact=exact, touched=touched
                     )
+            if relation in filters:
+                select = selection.filtered_log(select, filters[relation])
             self._compute_scratch(f"log {relation}", log_table, select)
             n = self._count_rows("count", log_table)
             counts[relation] = n
