@@ -209,6 +209,12 @@ def test_failed_upkeep_keeps_run_successful_and_relation_exact(
         after = _files(p, name)
         # Nothing was compacted or expired, and the refreshes did commit.
         assert after["snapshots"] > before[name]["snapshots"], (name, before[name], after)
+    # The failure is dbt's warning event: `--warn-error` fails the run on it (the refresh
+    # itself committed before its upkeep, so the relation is still exact).
+    _change(p, rnd)
+    strict = dbt("--warn-error", "run")
+    assert not strict.success, "--warn-error did not fail on a failed upkeep"
+    _assert_exact(p, "after a failed upkeep under --warn-error")
 
     monkeypatch.undo()
     _change(p, rnd)

@@ -12,7 +12,10 @@ from typing import Any
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.events.types import AdapterEventWarning
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt_common.events.contextvars import get_node_info
+from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import session_metadata, staged_reads
@@ -25,6 +28,14 @@ from dbt.adapters.spark_ivm.compiler.templates import sql, table
 from dbt.adapters.spark_ivm.embedded import is_local_master
 
 logger = AdapterLogger("spark_ivm")
+
+
+def warn(message: str) -> None:
+    """A warning the user should act on, as dbt's warning event: `--warn-error` (and
+    `--warn-error-options`) turn it into an error, as for dbt's own warnings."""
+    warn_or_error(
+        AdapterEventWarning(name=logger.name, base_msg=message, args=[], node_info=get_node_info())
+    )
 
 
 def quote(identifier: str) -> str:
@@ -200,6 +211,7 @@ class IvmJinjaApi:
                 full_refresh=bool(full_refresh),
                 mode=aux_mode(aux_states, model_name),
                 log=logger.info,
+                warn=warn,
                 publish=upstream.has_ivm_readers(graph_nodes, unique_id),
             )
             try:

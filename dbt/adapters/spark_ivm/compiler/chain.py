@@ -80,6 +80,7 @@ class ChainMaintainer:
     full_refresh: bool = False
     mode: str = DEFAULT_MODE
     log: Callable[[str], None] = print
+    warn: Callable[[str], None] = print  # see `FactsReader.warn`
     timings: list[tuple[str, float]] = field(default_factory=list)
     known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
     # The model's own SQL (`compiled_sql` reads the views it reads through their queries).
@@ -110,6 +111,7 @@ class ChainMaintainer:
             "existing": self.existing,
             "full_refresh": self.full_refresh,
             "log": self.log,
+            "warn": self.warn,
         }
         if "compiled_sql" not in kwargs:
             base["user_sql"] = self.user_sql or None

@@ -144,8 +144,8 @@ class CommitWriter(LogWriter):
                 for statement in [*delta_log.create_sql(state), append]:
                     self._run("delta log", statement)
         except Exception as e:  # noqa: BLE001 - must not fail a committed refresh
-            self.log(
-                f"ivm model '{self.model}': WARNING: its delta log {delta_log.log_of(state)} "
+            self.warn(
+                f"ivm model '{self.model}': its delta log {delta_log.log_of(state)} "
                 "misses this refresh; the models that read it take the version diff of "
                 f"{state} instead: {' '.join(str(e).split())[:300]}"
             )
@@ -169,7 +169,7 @@ class CommitWriter(LogWriter):
                 for statement in delta_log.trim_sqls(state, stats.committed_at):
                     self._run("expire", statement)
         except Exception as e:  # noqa: BLE001 - upkeep must not fail a committed refresh
-            self.log(
-                f"ivm model '{self.model}': WARNING: upkeep of {state} failed, the refresh "
+            self.warn(
+                f"ivm model '{self.model}': upkeep of {state} failed, the refresh "
                 f"is committed and the next one retries: {' '.join(str(e).split())[:300]}"
             )

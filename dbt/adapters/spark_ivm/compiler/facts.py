@@ -219,6 +219,8 @@ class FactsReader:
     compiled_sql: str
     target: Target
     log: Callable[[str], None] = print
+    # What the user should act on (dbt's warning events: `--warn-error` fails on them).
+    warn: Callable[[str], None] = print
     timings: list[tuple[str, float]] = field(default_factory=list)
     # Parsed Iceberg metadata files by location (a file never changes once written).
     metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
@@ -332,7 +334,7 @@ class FactsReader:
                 outputs = [(n, t) for n, t in facts["outputs"]]
                 return plan(query, outputs, list(facts["arg_types"]), keep_from_env())
             except Exception as e:  # noqa: BLE001 - facts damaged by hand: plan from Spark
-                self.log(f"ivm model '{self.model}': recorded facts unusable ({str(e)[:200]})")
+                self.warn(f"ivm model '{self.model}': recorded facts unusable ({str(e)[:200]})")
         relations = base_relations(self.compiled_sql, default_db, self.model)
         schemas = self._base_facts(relations)
         query = analyze(self.compiled_sql, self.model, schemas, default_db)

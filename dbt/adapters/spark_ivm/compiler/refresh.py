@@ -143,7 +143,7 @@ class Maintainer(CommitWriter):
                         continue
                 self._run("drop scratch", render.drop_scratch_sql(view))
             except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
-                self.log(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
+                self.warn(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
 
     def release_scratch(self) -> None:
         """Drop the scratch relations a run with `keep_scratch` left."""
