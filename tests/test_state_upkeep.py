@@ -122,6 +122,16 @@ def _assert_refreshed(result: dbtRunnerResult, where: str) -> None:
     messages = [str(r.message) for r in result.result.results]  # type: ignore[union-attr]
     assert len(messages) == len(MODELS), messages
     assert all(m.startswith(("refreshed", "no MERGE")) for m in messages), (where, messages)
+    # run_results.json says the same: mode, and the state rows the MERGE wrote
+    for r in result.result.results:  # type: ignore[union-attr]
+        response = r.adapter_response
+        refreshed = str(r.message).startswith("refreshed")
+        assert response["mode"] == ("refresh" if refreshed else "no change"), (where, response)
+        counts = [response[f"rows_{k}"] for k in ("inserted", "updated", "deleted")]
+        assert response["rows_affected"] == sum(counts), (where, response)
+        assert (sum(counts) > 0) == refreshed, (where, response)
+        if refreshed and "window partitions" not in str(r.message):
+            assert f"+{counts[0]} ~{counts[1]} -{counts[2]}" in str(r.message), (where, response)
 
 
 def _assert_exact(p: SmallProject, where: str) -> None:

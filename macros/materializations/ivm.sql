@@ -37,7 +37,8 @@
   {% call statement('main') -%}
     {{ result['main_sql'] }}
   {%- endcall %}
-  {%- do store_raw_result('main', message=result['summary'], code='OK', rows_affected=none) -%}
+  {#- adapter_response: the run's mode, reason and state rows (response.py) -#}
+  {%- do store_result('main', response=result['response']) -%}
 
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}

@@ -18,7 +18,7 @@ from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_ivm import session_metadata, staged_reads
+from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler import explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
@@ -234,6 +234,8 @@ class IvmJinjaApi:
             "reason": outcome.reason,
             "main_sql": outcome.main_sql,
             "summary": outcome.summary,
+            # dbt's adapter_response for run_results.json (`response.py`)
+            "response": response.response(outcome),
         }
 
     @available.parse_none

@@ -44,7 +44,21 @@ from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.templates import sql, table
 from dbt.adapters.spark_ivm.compiler.top_k import TopK
 
-__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Outcome", "sql_hash"]
+__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Outcome", "StateRows", "sql_hash"]
+
+
+@dataclass(frozen=True)
+class StateRows:
+    """Rows of the model's own state a run wrote: a build inserts every row; a refresh's
+    MERGE inserts, updates and deletes (a window refresh rewrites its partitions' rows)."""
+
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    @property
+    def affected(self) -> int:
+        return self.inserted + self.updated + self.deleted
 
 
 @dataclass
@@ -56,6 +70,14 @@ class Outcome:
     main_sql: str
     summary: str
     timings: list[tuple[str, float]] = field(default_factory=list)
+    # None: not known (a table rebuilt by `ivm_unsupported='rebuild'`)
+    rows: StateRows | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Did the run write the relation's rows (a refresh that found nothing to apply
+        did not)?"""
+        return self.mode != "refresh" or self.rows is None or self.rows.affected > 0
 
 
 def sql_hash(compiled_sql: str) -> str:
@@ -128,6 +150,7 @@ class Maintainer(CommitWriter):
             main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
             summary=f"no MERGE: no base table changed ({changes})",
             timings=self.timings,
+            rows=StateRows(),
         )
 
     def _drop_scratch(self) -> None:
@@ -253,6 +276,7 @@ class Maintainer(CommitWriter):
             main_sql=main_sql,
             summary=f"built ({reason}): {rows} state rows",
             timings=self.timings,
+            rows=StateRows(inserted=rows),
         )
 
     def _view_select(self, the_plan: Plan, state: str) -> str:
@@ -341,4 +365,5 @@ class Maintainer(CommitWriter):
             main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
             summary=summary,
             timings=self.timings,
+            rows=StateRows(inserted + (rows if partitions else 0), updated, deleted),
         )

@@ -1,0 +1,69 @@
+"""response: what an ivm model's run reports in dbt's `adapter_response` (run_results.json).
+
+dbt keeps the materialization's response per model; for an ivm model it says what the run
+did and to how many rows of the model's state:
+
+    {"_message": "refreshed (...): state rows +3 ~1 -2", "code": "refresh",
+     "rows_affected": 6, "mode": "refresh", "reason": "incremental",
+     "rows_inserted": 3, "rows_updated": 1, "rows_deleted": 2}
+
+`mode` is one of `build` (the first run), `refresh` (changes applied), `no change` (nothing
+to apply), `rebuild` (built anew: changed SQL, `--full-refresh`, a base-table event, or a
+table written by `ivm_unsupported='rebuild'`), with `reason` saying why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dbt.adapters.contracts.connection import AdapterResponse
+
+from dbt.adapters.spark_ivm.compiler.refresh import Outcome
+
+#: What a run did, as `mode` says it.
+MODES = ("build", "refresh", "no change", "rebuild")
+
+
+@dataclass
+class IvmAdapterResponse(AdapterResponse):
+    """dbt's adapter response with what the ivm run did (see the module)."""
+
+    mode: str = ""
+    reason: str = ""
+    rows_inserted: int | None = None
+    rows_updated: int | None = None
+    rows_deleted: int | None = None
+
+
+def mode_of(outcome: Outcome) -> str:
+    """The run's mode as a user reads it.
+
+    >>> from dbt.adapters.spark_ivm.compiler.refresh import StateRows
+    >>> def run(mode, reason, rows):
+    ...     return mode_of(Outcome(mode, reason, "", "", rows=rows))
+    >>> run("build", "first run", StateRows(5)), run("build", "--full-refresh", StateRows(5))
+    ('build', 'rebuild')
+    >>> run("refresh", "incremental", StateRows()), run("refresh", "incremental", StateRows(1))
+    ('no change', 'refresh')
+    """
+    if outcome.mode == "build":
+        return "build" if outcome.reason == "first run" else "rebuild"
+    if outcome.mode == "refresh":
+        return "refresh" if outcome.changed else "no change"
+    return "rebuild"
+
+
+def response(outcome: Outcome) -> IvmAdapterResponse:
+    """The adapter response of a run that ended in `outcome`."""
+    rows = outcome.rows
+    mode = mode_of(outcome)
+    return IvmAdapterResponse(
+        _message=outcome.summary,
+        code=mode,
+        rows_affected=None if rows is None else rows.affected,
+        mode=mode,
+        reason=outcome.reason,
+        rows_inserted=None if rows is None else rows.inserted,
+        rows_updated=None if rows is None else rows.updated,
+        rows_deleted=None if rows is None else rows.deleted,
+    )
