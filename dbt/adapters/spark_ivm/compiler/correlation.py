@@ -63,6 +63,12 @@ def key_pair(
     return None
 
 
+def beyond_keys(found: list[exp.Expression], own: set[str]) -> list[exp.Expression]:
+    """The conjuncts that read the outer row and are not a key equality (what `split`
+    refuses; `inequality.py` and `theta_semi_join.py` maintain some of them)."""
+    return [c for c in found if not aliases(c) <= own and key_pair(c, own) is None]
+
+
 def split(inner: exp.Select, model: str, where_in: str) -> Correlation:
     """Split `inner`'s WHERE; `where_in` names the construct in a refusal."""
     own = own_aliases(inner)

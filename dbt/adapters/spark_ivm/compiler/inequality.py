@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.correlation import aggregates, key_pair, own_aliases
+from dbt.adapters.spark_ivm.compiler.correlation import aggregates, beyond_keys, own_aliases
 from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
 
 #: A comparison read the other way round: `v < x` is `x > v`.
@@ -69,7 +69,7 @@ def as_scalar_test(exists: exp.Exists) -> exp.Expression | None:
     found = conjuncts(where.this if where is not None else None)
     # the correlation beyond its equalities must be this one comparison (more: a state of
     # the outer values, `theta_semi_join.py`)
-    beyond = [c for c in found if not aliases(c) <= own and key_pair(c, own) is None]
+    beyond = beyond_keys(found, own)
     oriented = _oriented(beyond[0], own) if len(beyond) == 1 else None
     if oriented is None:
         return None

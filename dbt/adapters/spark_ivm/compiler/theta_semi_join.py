@@ -39,7 +39,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.correlation import aggregates, key_pair, own_aliases
+from dbt.adapters.spark_ivm.compiler.correlation import (
+    aggregates,
+    beyond_keys,
+    key_pair,
+    own_aliases,
+)
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError, fragment
 from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
 
@@ -63,10 +68,7 @@ def wanted(exists: exp.Exists) -> bool:
         return False  # `semi_join.py` lifts or refuses these
     own = own_aliases(inner)
     where = inner.args.get("where")
-    return any(
-        not aliases(c) <= own and key_pair(c, own) is None
-        for c in conjuncts(where.this if where is not None else None)
-    )
+    return bool(beyond_keys(conjuncts(where.this if where is not None else None), own))
 
 
 def _outer_input(select: exp.Select, alias: str) -> exp.Table | None:
