@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.spark_settings import with_session_settings
+
 from .spec import Family, Table
 
 PROJECT_NAME = "ivm_harness"
@@ -146,7 +148,7 @@ class DbtProject:
             output["ivm_home"] = str(self.ivm_home)
         else:
             output["server_side_parameters"] = plain_spark_parameters(self.ivm_home)
-        return output
+        return with_session_settings(output)
 
     def profile(self) -> dict[str, Any]:
         """The profiles.yml content."""
