@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
+from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -24,7 +24,7 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.pruning import MAX_LISTED_KEYS
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import MAX_LISTED_KEYS
 
 SCHEMA = "ivm_adv_keys"
 

@@ -1,8 +1,8 @@
 """Auxiliary join states (issue 11, item 2): a dimension change joins A, not the facts.
 
 A model `agg(lines ⋈ ords ⋈ custs)` with `ivm_aux_states='always'` is kept as A = lines ⋈
-ords pre-aggregated by (o.cust, o.status) and the model over A ⋈ custs (`compiler/aux_state.py`,
-`compiler/chain.py`). Scripted changes on the dimension, on the facts and on both; a failure
+ords pre-aggregated by (o.cust, o.status) and the model over A ⋈ custs (`compiler/optimize/aux_state.py`,
+`compiler/runtime/chain.py`). Scripted changes on the dimension, on the facts and on both; a failure
 between A's commit and the model's; switching the setting off and on. After every run the
 relation must equal a fresh run of the model's SQL over the base tables, and the log line
 must say which plan ran.
@@ -14,8 +14,8 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.chain import aux_target
-from dbt.adapters.spark_ivm.compiler.facts import Target
+from dbt.adapters.spark_ivm.compiler.runtime.chain import aux_target
+from dbt.adapters.spark_ivm.compiler.runtime.facts import Target
 
 SCHEMA = "ivm_aux_states"
 MODEL = "aux_revenue"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from dbt.adapters.spark_ivm.compiler import base_tables
 from dbt.adapters.spark_ivm.compiler.capture import CaptureMethod, Snapshot, choose_method
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables
 
 
 def _metadata(fields: list[tuple[int, str, str]], schema_id: int = 0, uuid: str = "u1"):
@@ -100,8 +100,8 @@ def test_capture_method_follows_the_lineage_and_says_why_not():
 def test_a_model_reading_a_map_column_is_refused_naming_it_and_one_not_reading_it_is_not():
     import pytest
 
-    from dbt.adapters.spark_ivm.compiler.analyze import analyze
     from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+    from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 
     schemas = {"s.t": [("k", "string"), ("m", "map<string,int>"), ("a", "array<int>")]}
     with pytest.raises(UnsupportedQueryError, match=r"'m1'.*map type.*s\.t\.m map<string,int>"):
@@ -113,8 +113,8 @@ def test_a_model_reading_a_map_column_is_refused_naming_it_and_one_not_reading_i
 def test_a_filter_clause_folds_into_its_argument_and_one_it_cannot_fold_is_refused():
     import pytest
 
-    from dbt.adapters.spark_ivm.compiler.analyze import analyze
     from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+    from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 
     schemas = {"s.t": [("k", "string"), ("x", "int")]}
     q = analyze(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.capture.selection import pushed_filters
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 
 SCHEMAS = {
     "s.t": [("k", "int"), ("x", "int"), ("y", "string")],

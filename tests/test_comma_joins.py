@@ -1,4 +1,4 @@
-"""Comma joins (`compiler/comma_joins.py`): joins listed in FROM with their predicates in WHERE
+"""Comma joins (`compiler/frontend/comma_joins.py`): joins listed in FROM with their predicates in WHERE
 are maintained as inner joins ON those predicates, so no refresh statement forms a product the
 model's own query does not (TPC-H Q5, Q7, Q8, Q9 ran a refresh's bracket as a cartesian
 product). Pure tests: the delta SQL the compiler renders, no Spark; the TPC-H family
@@ -11,7 +11,7 @@ import pytest
 from sqlglot import exp
 from support.delta_sql import delta_select
 
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 
 SCHEMAS = {
     "s.part": [("p_partkey", "bigint"), ("p_size", "int")],

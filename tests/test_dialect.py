@@ -1,4 +1,4 @@
-"""Spark aggregate functions that sqlglot parses as anonymous calls (`compiler/dialect.py`).
+"""Spark aggregate functions that sqlglot parses as anonymous calls (`compiler/frontend/dialect.py`).
 
 Before, `select mean(x) from t` analysed as a plain SELECT of one column per row (no
 aggregate), and `mean(x)` beside a GROUP BY as a column that is not grouped. No Spark needed.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.ir import AggKind
 
 SCHEMAS = {"db.t": [("g", "int"), ("x", "double"), ("b", "boolean")]}

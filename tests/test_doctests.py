@@ -22,7 +22,7 @@ MODULES = sorted(
 
 def test_the_package_has_examples():
     """The walk found the compiler (a broken walk would make every item below vacuous)."""
-    assert f"{plugin.__name__}.compiler.comma_joins" in MODULES
+    assert f"{plugin.__name__}.compiler.frontend.comma_joins" in MODULES
     finder = doctest.DocTestFinder()
     found = sum(
         any(t.examples for t in finder.find(importlib.import_module(name))) for name in MODULES

@@ -1,4 +1,4 @@
-"""Factored delta terms (`compiler/factored.py`): the terms of two or more changed inputs after
+"""Factored delta terms (`compiler/optimize/factored.py`): the terms of two or more changed inputs after
 the first read the first input once, joined with the delta of the rest of the chain.
 
 Pure tests (sqlglot only) check when the rewrite is taken and that the first input is read
@@ -15,7 +15,7 @@ from small_project import SmallProject
 from sqlglot import exp
 from support.delta_sql import delta_select
 
-from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 
 SCHEMAS = {
     "s.orders": [("o_orderkey", "bigint"), ("o_custkey", "bigint"), ("o_prio", "string")],

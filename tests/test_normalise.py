@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 
 SCHEMAS = {
     "db.t": [("k", "int"), ("x", "int")],
@@ -136,7 +136,7 @@ def test_an_outer_join_without_an_equality_is_refused_when_planned_not_at_a_refr
     ],
 )
 def test_sub_query_tests_and_values_no_rule_keeps_exact_are_refused_by_name(sql, construct):
-    from dbt.adapters.spark_ivm.compiler import stages
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
 
     assert stages.needed(sql)
     with pytest.raises(UnsupportedQueryError, match=construct):
@@ -145,7 +145,7 @@ def test_sub_query_tests_and_values_no_rule_keeps_exact_are_refused_by_name(sql,
 
 def _state_bodies(tree) -> list[str]:
     """The SELECT of each state `tree` is cut into, innermost first."""
-    from dbt.adapters.spark_ivm.compiler import stages
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
 
     bodies = []
     while (sub := stages.innermost(tree)) is not None:
@@ -155,7 +155,7 @@ def _state_bodies(tree) -> list[str]:
 
 
 def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
-    from dbt.adapters.spark_ivm.compiler import stages
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
 
     tree = stages.prepare(
         "select t.k, (select count(*) from u where u.k = t.k) as n from t "
@@ -176,7 +176,7 @@ def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation
     """`x NOT IN (SELECT y ..)`: a LEFT JOIN of the DISTINCT (keys, y) state says whether x
     is matched; max(CASE WHEN y IS NULL THEN 2 ELSE 1 END) per correlation key says whether
     the sub-query is empty (NULL -> 0), holds no NULL (1) or a NULL (2)."""
-    from dbt.adapters.spark_ivm.compiler import stages
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
 
     tree = stages.prepare(
         "select t.k from t where t.x > 0 and t.x not in (select u.y from u where u.k = t.k)",
@@ -202,7 +202,7 @@ def test_not_in_with_a_constant_joins_a_one_row_state():
     """`5 NOT IN (SELECT y ..)` reads no column of the outer row: whether 5 is in the
     sub-query is a one-row state, MAX(1) (NULL when it is not), joined to every row (it
     failed with a Python error, then as a LEFT JOIN without an equality)."""
-    from dbt.adapters.spark_ivm.compiler import stages
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
 
     tree = stages.prepare(
         "select t.k from t where 5 not in (select u.y from u)", "m", SCHEMAS, "db"
@@ -216,7 +216,7 @@ def test_in_compares_a_string_with_a_number_as_text_like_spark():
     """Spark's IN casts a string and a number to STRING ('1.0' IN (SELECT 1) is false); a
     join equality would cast the string to a number ('1.0' = 1 is true). The rewrite's
     equality is the IN's; a side whose type cannot be told is refused."""
-    from dbt.adapters.spark_ivm.compiler import stages
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
 
     schemas = {**SCHEMAS, "db.w": [("s", "string"), ("m", "map<string,int>")]}
     tree = stages.prepare("select w.s from w where w.s in (select u.y from u)", "m", schemas, "db")

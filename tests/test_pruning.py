@@ -3,10 +3,10 @@ that pruned refreshes stay equal to the SQL; these check which filters are deriv
 
 from __future__ import annotations
 
-from dbt.adapters.spark_ivm.compiler import pruning
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
-from dbt.adapters.spark_ivm.compiler.delta import DELTA, NEW, Term
-from dbt.adapters.spark_ivm.compiler.templates import sql
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, Term
+from dbt.adapters.spark_ivm.compiler.optimize import pruning
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 SCHEMAS = {
     "s.lineitem": [("l_orderkey", "bigint"), ("l_price", "decimal(12,2)"), ("l_tag", "double")],

@@ -16,7 +16,7 @@ import pytest
 from small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata
-from dbt.adapters.spark_ivm.compiler import base_tables, upkeep
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, upkeep
 
 SCHEMA = "ivm_session_metadata"
 BASE = f"{SCHEMA}.base"
@@ -178,7 +178,7 @@ def test_metadata_files_are_read_from_the_local_disk_also_compressed(
 def test_state_columns_are_what_describe_lists(project: SmallProject) -> None:
     """The state's column types come from the catalog (no DESCRIBE): the same names and type
     strings as DESCRIBE TABLE, also for the nested columns of a MIN/MAX state."""
-    from dbt.adapters.spark_ivm.compiler.facts import describe_columns
+    from dbt.adapters.spark_ivm.compiler.runtime.facts import describe_columns
 
     for state in (STATE, f"{SCHEMA}.{MIN_MAX}__ivm_state"):
         by_sql = describe_columns(project.sql(f"DESCRIBE TABLE {state}"))

@@ -23,7 +23,7 @@ import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler import upkeep
+from dbt.adapters.spark_ivm.compiler.runtime import upkeep
 
 SCHEMA = "ivm_upkeep"
 ROUNDS = 10

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.spark_ivm.compiler import stages, top_k
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.frontend import stages
+from dbt.adapters.spark_ivm.compiler.operators import top_k
 
 SCHEMAS = {
     "db.t": [("k", "int"), ("x", "int")],

@@ -15,7 +15,7 @@ from small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.capture import touched_files
-from dbt.adapters.spark_ivm.compiler.templates import sql
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 SCHEMA = "ivm_touched"
 BASE = f"{SCHEMA}.base"

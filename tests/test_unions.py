@@ -9,12 +9,13 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import render, stages
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
+from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.explain import plan_lines
+from dbt.adapters.spark_ivm.compiler.frontend import stages
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, plan
-from dbt.adapters.spark_ivm.compiler.templates import sql
+from dbt.adapters.spark_ivm.compiler.runtime.explain import plan_lines
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 SCHEMAS = {
     "db.t": [("k", "string"), ("x", "int")],

@@ -18,8 +18,8 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 
 SCHEMA = "ivm_windows"
 BASE = f"{SCHEMA}.events"

@@ -738,7 +738,7 @@ FAMILIES: list[Family] = [
         """,
     ),
     # --- models in a dbt DAG: over views, ephemerals, other ivm models (issue 12) ------------
-    # A view is read through its query (compiler/views.py): a staging view flattens into the
+    # A view is read through its query (compiler/frontend/views.py): a staging view flattens into the
     # model's joins; an unaliased expression keeps Spark's column name.
     Family(
         "over_views",

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.analyze import analyze
-from dbt.adapters.spark_ivm.compiler.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.plan import plan
-from dbt.adapters.spark_ivm.compiler.pruning import KeyRange
 
 
 def delta_select(

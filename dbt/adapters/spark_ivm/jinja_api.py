@@ -19,12 +19,12 @@ from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
-from dbt.adapters.spark_ivm.compiler import explain, fallback, upstream
-from dbt.adapters.spark_ivm.compiler.chain import ChainMaintainer, aux_mode
-from dbt.adapters.spark_ivm.compiler.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
-from dbt.adapters.spark_ivm.compiler.facts import Target, describe_columns, table_properties
-from dbt.adapters.spark_ivm.compiler.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.runtime import explain, fallback, upstream
+from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
+from dbt.adapters.spark_ivm.compiler.runtime.facts import Target, describe_columns, table_properties
+from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 from dbt.adapters.spark_ivm.embedded import is_local_master
 
 logger = AdapterLogger("spark_ivm")
@@ -195,9 +195,9 @@ class IvmJinjaApi:
         unique_id: str | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
-        `aux_states` is the model's `ivm_aux_states` config (`compiler/chain.py`),
-        `unsupported` its `ivm_unsupported` config (`compiler/fallback.py`); `graph_nodes`
-        (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/upstream.py`)."""
+        `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/chain.py`),
+        `unsupported` its `ivm_unsupported` config (`compiler/runtime/fallback.py`); `graph_nodes`
+        (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/runtime/upstream.py`)."""
         executor = _ConnectionExecutor(self)
         target = Target(schema, identifier)
         try:
@@ -247,7 +247,7 @@ class IvmJinjaApi:
         aux_states: str | None = None,
         select: str | None = None,
     ) -> list[str]:
-        """The model's dataflow in words (`compiler/explain.py`); read-only. `select`: a
+        """The model's dataflow in words (`compiler/runtime/explain.py`); read-only. `select`: a
         SELECT to explain instead of the one the model's relation records."""
         maintainer = ChainMaintainer(
             executor=_ConnectionExecutor(self),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
-from dbt.adapters.spark_ivm.compiler.refresh import Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import Outcome
 
 #: What a run did, as `mode` says it.
 MODES = ("build", "refresh", "no change", "rebuild")
@@ -38,7 +38,7 @@ class IvmAdapterResponse(AdapterResponse):
 def mode_of(outcome: Outcome) -> str:
     """The run's mode as a user reads it.
 
-    >>> from dbt.adapters.spark_ivm.compiler.refresh import StateRows
+    >>> from dbt.adapters.spark_ivm.compiler.runtime.refresh import StateRows
     >>> def run(mode, reason, rows):
     ...     return mode_of(Outcome(mode, reason, "", "", rows=rows))
     >>> run("build", "first run", StateRows(5)), run("build", "--full-refresh", StateRows(5))

@@ -2,7 +2,7 @@
 
 A refresh reads, before anything else, each base table's head (its current metadata file
 and snapshot) and, when a head moved, that metadata file; after its commit it reads the
-state table's snapshot totals to decide upkeep (`compiler/upkeep.py`). As SQL each of those
+state table's snapshot totals to decide upkeep (`compiler/runtime/upkeep.py`). As SQL each of those
 is a Spark job over a metadata table or a text file: 0.1-0.17 s on these 2 cores, and a
 no-change refresh is little else. The Iceberg API in the driver answers the same questions
 from the catalog and the metadata file directly (10-25 ms, no job).
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from dbt.adapters.spark_ivm.compiler.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 
 def _catalog_table(spark: Any, relation: str) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.spark_ivm.compiler.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 from dbt.adapters.spark_ivm.session_metadata import iceberg_table
 
 #: Iceberg's read option naming a staged task set (`SparkReadOptions.SCAN_TASK_SET_ID`).

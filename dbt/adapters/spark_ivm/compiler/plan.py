@@ -20,7 +20,9 @@ from enum import Enum
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.aggregates import (
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate, JoinKind, Query
+from dbt.adapters.spark_ivm.compiler.operators.aggregates import (
     COUNT,
     KEEP,
     AggregateRule,
@@ -29,10 +31,8 @@ from dbt.adapters.spark_ivm.compiler.aggregates import (
     RecomputeRule,
     rule_for,
 )
-from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate, JoinKind, Query
-from dbt.adapters.spark_ivm.compiler.outer_join import equi_keys
-from dbt.adapters.spark_ivm.compiler.templates import col, template
+from dbt.adapters.spark_ivm.compiler.operators.outer_join import equi_keys
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, template
 
 
 def output_column(index: int) -> str:

@@ -23,27 +23,29 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import bag_input, factored
-from dbt.adapters.spark_ivm.compiler.aggregates import (
+from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.operators import bag_input
+from dbt.adapters.spark_ivm.compiler.operators.aggregates import (
     COUNT,
     RECOMPUTE_FLAG,
     RECOMPUTED,
     ExtremeRule,
 )
-from dbt.adapters.spark_ivm.compiler.aggregates.extremes import VALUE, WEIGHT_SUM
-from dbt.adapters.spark_ivm.compiler.delta import (
+from dbt.adapters.spark_ivm.compiler.operators.aggregates.extremes import VALUE, WEIGHT_SUM
+from dbt.adapters.spark_ivm.compiler.operators.delta import (
     DELTA,
     NEW,
     OLD,
     WEIGHT,
     Term,
     TermRenderer,
-    join_delta_terms,
 )
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
+from dbt.adapters.spark_ivm.compiler.optimize import factored
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange, key_links, prune_terms
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
-from dbt.adapters.spark_ivm.compiler.pruning import KeyRange, key_links, prune_terms
-from dbt.adapters.spark_ivm.compiler.templates import (
+from dbt.adapters.spark_ivm.compiler.runtime.upkeep import BOUNDED_METADATA
+from dbt.adapters.spark_ivm.compiler.sql.templates import (
     col,
     null_safe_match,
     sql,
@@ -51,7 +53,6 @@ from dbt.adapters.spark_ivm.compiler.templates import (
     template,
     text,
 )
-from dbt.adapters.spark_ivm.compiler.upkeep import BOUNDED_METADATA
 
 MATCHED = "__ivm_matched"
 ROW = "__ivm_row__"  # 0: a row of the view's state; 1: the metadata row

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import CATALOG
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
-from dbt.adapters.spark_ivm.compiler.templates import col
+from dbt.adapters.spark_ivm.compiler.sql.templates import col
 
 
 def scan_options(old: int | None, new: int) -> dict[str, str]:

@@ -32,12 +32,12 @@ from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import upkeep
 from dbt.adapters.spark_ivm.compiler.capture import version_diff
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.render import ROW, drop_state_sql
-from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
-from dbt.adapters.spark_ivm.compiler.upstream import STATE_SUFFIX
+from dbt.adapters.spark_ivm.compiler.runtime import upkeep
+from dbt.adapters.spark_ivm.compiler.runtime.upstream import STATE_SUFFIX
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 LOG_SUFFIX = "__ivm_dlog"
 WEIGHT = "__ivm_w"

@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture.version_diff import weighted_rows
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
-from dbt.adapters.spark_ivm.compiler.templates import col, table
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, table
 
 
 def log_select(

@@ -42,7 +42,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
-from dbt.adapters.spark_ivm.compiler.templates import aliases, conjuncts
+from dbt.adapters.spark_ivm.compiler.sql.templates import aliases, conjuncts
 
 
 def _padded(query: Query) -> tuple[set[int], set[int]]:

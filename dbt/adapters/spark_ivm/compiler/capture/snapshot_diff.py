@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.analyze import relation_key
-from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
-from dbt.adapters.spark_ivm.compiler.upkeep import BOUNDED_METADATA
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import relation_key
+from dbt.adapters.spark_ivm.compiler.runtime.upkeep import BOUNDED_METADATA
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 DIALECT = "spark"
 #: View property of the model: {relation: copy table} of the relations read through copies.

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.templates import col, sql, table
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 #: Iceberg's field id of a position delete file's `file_path` column.
 DELETE_FILE_PATH_ID = 2147483546

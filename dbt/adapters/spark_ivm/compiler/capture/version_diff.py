@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture.touched_files import Touched
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
-from dbt.adapters.spark_ivm.compiler.templates import col, null_safe_match, table
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, null_safe_match, table
 
 
 def weighted_rows(source: exp.Table, columns: Sequence[str], weight: int) -> exp.Select:

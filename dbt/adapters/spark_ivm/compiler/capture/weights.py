@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.templates import col
+from dbt.adapters.spark_ivm.compiler.sql.templates import col
 
 
 def exact_columns(columns: Iterable[tuple[str, str]]) -> list[str]:

@@ -1,0 +1,270 @@
+"""extremes: min(x) and max(x), kept as a short ranked list of values with counts.
+
+State per group: `top` = the k first distinct non-NULL values of x in rank order (ascending
+for min, descending for max), each with its exact count in the group, and `full` = the list
+holds every distinct value of the group. The visible value is the list's first value.
+
+Invariant: `top` is a prefix of the group's distinct values in rank order, with exact
+counts; when not `full`, every value of the group outside the list ranks after its last.
+
+Delta rule. The delta of a group is pre-aggregated per value (net weight) and cut to its k
+first values (`cut` when more existed). Folding it in:
+
+    counts(v) = top(v) + delta(v)               for v in top or delta
+    bound     = the last value of top  (if not full)
+                and the last value of the delta (if cut)
+    top'      = first k of {(v, counts(v)) : counts(v) > 0, v ranks no later than bound}
+    full'     = full AND NOT cut AND the kept values number at most k
+
+A value ranking after a bound is dropped: whether the group holds other values before it is
+not known. Only when `top'` is empty and not `full'` is the group recomputed from the base
+tables (only that group, its k first values). Deleting the extreme of a group with other
+values listed needs no base-table read (the PostgreSQL IVM rule recomputes every time).
+
+Example (min, k = 2): stored [(3, 1), (5, 2)], not full; delete one 3, insert 4 ->
+counts {3: 0, 4: 1, 5: 2}; bound 5; top' = [(4, 1), (5, 2)], visible 4, no recompute.
+Delete both 5s as well -> top' = [(4, 1)]; delete the 4 too -> top' empty -> recompute.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.ir import AggKind
+from dbt.adapters.spark_ivm.compiler.operators.aggregates.rule import (
+    RECOMPUTE_FLAG,
+    RECOMPUTED,
+    AggregateRule,
+)
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, null_safe_match, template
+
+KEEP = 16  # values kept per group and MIN/MAX call
+KEEP_ENV = "DBT_SPARK_IVM_MIN_MAX_KEEP"
+VALUE = "__ivm_v"  # the ranked value and its count in the per-value selects
+WEIGHT_SUM = "__ivm_n"
+RANK = "__ivm_rank"
+
+
+def keep_from_env() -> int:
+    """How many values a MIN/MAX state keeps per group (`DBT_SPARK_IVM_MIN_MAX_KEEP`, default
+    16). Any value is safe to change between runs: lists of any length merge correctly."""
+    raw = os.environ.get(KEEP_ENV, "")
+    try:
+        return max(1, int(raw)) if raw.strip() else KEEP
+    except ValueError as e:
+        raise ValueError(f"{KEEP_ENV} must be a positive integer, not {raw!r}") from e
+
+
+@dataclass
+class ExtremeRule(AggregateRule):
+    """min(x) / max(x) as a ranked list of the group's first values (see the module)."""
+
+    keep: int = KEEP
+
+    @property
+    def _is_min(self) -> bool:
+        return self.agg.kind is AggKind.MIN
+
+    @property
+    def top(self) -> str:
+        return self.name("top")
+
+    @property
+    def full(self) -> str:
+        return self.name("full")
+
+    def _value_type(self) -> str:
+        # A NULL literal argument has type void, which no column can hold: it lists nothing.
+        return self.arg_type if self.arg_type and self.arg_type != "void" else "string"
+
+    def list_type(self) -> exp.DataType:
+        return exp.DataType.build(
+            f"array<struct<v: {self._value_type()}, n: bigint>>", dialect="spark"
+        )
+
+    def empty(self) -> exp.Expression:
+        return exp.cast(template("ARRAY()"), self.list_type())
+
+    def state_columns(self) -> list[str]:
+        return [self.top, self.full]
+
+    # Built by `ranked_select` over per-value counts, not by a plain aggregate.
+    def initial(self) -> dict[str, exp.Expression]:
+        return {}
+
+    def delta(self, w: exp.Expression) -> dict[str, exp.Expression]:
+        """The delta's first `keep` values with net weights, and whether more existed, in
+        the same aggregate as the group's other helpers (no shuffle of its own): the group's
+        (x, w) rows sorted in rank order, then one pass that sums runs of equal values, drops
+        zero sums, and stops listing after `keep` + 1 values (so O(rows * keep))."""
+        item = template(
+            "CASE WHEN :x IS NOT NULL THEN STRUCT(:x AS v, CAST(:w AS BIGINT) AS n) END",
+            x=col(self.arg_column), w=w,
+        )  # fmt: skip
+        rows = template("ARRAY_SORT(COLLECT_LIST(:i))", i=item)
+        if not self._is_min:
+            rows = exp.func("REVERSE", rows)
+        value = exp.DataType.build(self._value_type(), dialect="spark")
+        room = f"__ivm_acc.started AND __ivm_acc.cn <> 0 AND SIZE(__ivm_acc.l) <= {self.keep}"
+        flushed = (
+            f"IF({room}, CONCAT(__ivm_acc.l, ARRAY(STRUCT(__ivm_acc.cv AS v, __ivm_acc.cn AS n))),"
+            " __ivm_acc.l)"
+        )
+        listed = template(
+            "AGGREGATE(:rows, STRUCT(:empty AS l, :nothing AS cv, CAST(0 AS BIGINT) AS cn, "
+            "FALSE AS started), (__ivm_acc, __ivm_e) -> IF(__ivm_acc.started AND "
+            "__ivm_acc.cv <=> __ivm_e.v, STRUCT(__ivm_acc.l AS l, __ivm_acc.cv AS cv, "
+            "__ivm_acc.cn + __ivm_e.n AS cn, TRUE AS started), "
+            f"STRUCT({flushed} AS l, __ivm_e.v AS cv, __ivm_e.n AS cn, TRUE AS started)), "
+            f"__ivm_acc -> {flushed})",
+            rows=rows, empty=self.empty(), nothing=exp.cast(exp.null(), value),
+        )  # fmt: skip
+        return {
+            self.name("dtop"): template(f"SLICE(:l, 1, {self.keep})", l=listed),
+            self.name("dcut"): template(f"SIZE(:l) > {self.keep}", l=listed),
+        }
+
+    def recomputed_names(self) -> list[str]:
+        return [self.top, self.full]
+
+    def delta_table_columns(self) -> list[str]:
+        return [self.name("dtop"), self.name("dcut"), self.name("mtop"), self.name("mfull")]
+
+    # -- per-value lists ----------------------------------------------------------------
+    def ranked_select(self, values: exp.Select, key_columns: list[str], prefix: str) -> exp.Select:
+        """Per key: the first `keep` values of `values` (rows: keys, VALUE, WEIGHT_SUM with one
+        row per distinct value) in rank order, and whether more existed. Columns:
+        `<prefix>top`, `<prefix>cut` (TRUE when values were left out)."""
+        order = exp.Ordered(this=col(VALUE), desc=not self._is_min, nulls_first=self._is_min)
+        window = exp.Window(
+            this=exp.RowNumber(),
+            partition_by=[col(k) for k in key_columns],
+            order=exp.Order(expressions=[order]),
+        )
+        ranked = (
+            exp.Select()
+            .select(*(col(k) for k in key_columns), col(VALUE), col(WEIGHT_SUM))
+            .select(exp.alias_(window, RANK, quoted=True))
+            .from_(exp.alias_(exp.Subquery(this=values), "__ivm_values", table=True))
+        )
+        item = template("STRUCT(:v AS v, CAST(:n AS BIGINT) AS n)", v=col(VALUE), n=col(WEIGHT_SUM))
+        listed = template("ARRAY_SORT(COLLECT_LIST(:i))", i=item)
+        if not self._is_min:
+            listed = exp.func("REVERSE", listed)
+        select = (
+            exp.Select()
+            .select(*(col(k) for k in key_columns))
+            .select(
+                exp.alias_(
+                    template(f"SLICE(:l, 1, {self.keep})", l=listed), f"{prefix}top", quoted=True
+                )
+            )
+            .select(exp.alias_(template(f"COUNT(*) > {self.keep}"), f"{prefix}cut", quoted=True))
+            .from_(exp.alias_(exp.Subquery(this=ranked), "__ivm_ranked", table=True))
+            .where(template(f":r <= {self.keep + 1}", r=col(RANK)))
+        )
+        return select.group_by(*(col(k) for k in key_columns)) if key_columns else select
+
+    def joined_lists(
+        self,
+        select: exp.Select,
+        values: exp.Select,
+        key_columns: list[str],
+        names: tuple[str, str],
+        as_full: bool,
+    ) -> exp.Select:
+        """`select` (whose FROM is aliased `__ivm_m`) LEFT JOIN the ranked list of `values` on
+        the keys, adding the columns `names` = (the list, a flag): the flag is `full` (no
+        value left out) when `as_full`, else `cut` (values left out). A key without values
+        gets an empty list."""
+        alias = f"__ivm_l{self.index}"
+        ranked = self.ranked_select(values, key_columns, "__ivm_")
+        cut = exp.func("COALESCE", col("__ivm_cut", alias), exp.false())
+        listed, flag = names
+        return select.select(
+            exp.alias_(
+                exp.func("COALESCE", col("__ivm_top", alias), self.empty()), listed, quoted=True
+            ),
+            exp.alias_(exp.not_(cut) if as_full else cut, flag, quoted=True),
+        ).join(
+            exp.alias_(exp.Subquery(this=ranked), alias, table=True),
+            on=null_safe_match(
+                [col(k, "__ivm_m") for k in key_columns], [col(k, alias) for k in key_columns]
+            ),
+            join_type="left",
+        )
+
+    # -- folding a delta in ----------------------------------------------------------------
+    def joined(self, s: str, d: str) -> dict[str, exp.Expression]:
+        """The kept values with their new counts (unsorted) and `full AND NOT cut`, computed
+        once where the delta meets the stored row; `late` and `joined_flag` read them."""
+        stored = exp.func("COALESCE", col(self.top, s), self.empty())
+        full = exp.func("COALESCE", col(self.full, s), exp.true())
+        dlist = col(self.name("dtop"), d)
+        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
+        cmp = "<=" if self._is_min else ">="
+        # Distinct under `<=>`, the equality the counts use (ARRAY_DISTINCT may keep -0.0
+        # and 0.0 apart, which would count one value twice).
+        values = template(
+            "CONCAT(TRANSFORM(:l, __ivm_e -> __ivm_e.v), TRANSFORM(:d, __ivm_e -> __ivm_e.v))",
+            l=stored, d=dlist,
+        )  # fmt: skip
+        distinct = template(
+            "FILTER(:a, (__ivm_x, __ivm_i) -> NOT EXISTS(SLICE(:a, 1, __ivm_i), "
+            "__ivm_y -> __ivm_y <=> __ivm_x))",
+            a=values,
+        )  # fmt: skip
+        counted = template(
+            "TRANSFORM(:vals, __ivm_x -> STRUCT(__ivm_x AS v, "
+            "AGGREGATE(:l, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
+            "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) + "
+            "AGGREGATE(:d, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
+            "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) AS n))",
+            vals=distinct, l=stored, d=dlist,
+        )  # fmt: skip
+        kept = template(
+            "FILTER(:c, __ivm_e -> __ivm_e.n > 0 "
+            f"AND (:f OR __ivm_e.v {cmp} ELEMENT_AT(:l, -1).v) "
+            f"AND (NOT :cut OR __ivm_e.v {cmp} ELEMENT_AT(:d, -1).v))",
+            c=counted, f=full, l=stored, cut=cut, d=dlist,
+        )  # fmt: skip
+        return {self.name("kept"): kept, self.name("whole"): exp.and_(full, exp.not_(cut))}
+
+    def late(self, j: str) -> dict[str, exp.Expression]:
+        """The merged list (`top'`, sorted and cut to `keep`) and flag (`full'`)."""
+        kept = col(self.name("kept"), j)
+        ordered = template("ARRAY_SORT(:k)", k=kept)
+        if not self._is_min:
+            ordered = exp.func("REVERSE", ordered)
+        return {
+            self.name("mtop"): template(f"SLICE(:o, 1, {self.keep})", o=ordered),
+            self.name("mfull"): template(
+                f":w AND SIZE(:k) <= {self.keep}", w=col(self.name("whole"), j), k=kept
+            ),
+        }
+
+    def joined_flag(self, j: str) -> exp.Expression | None:
+        # Nothing kept and the list was not known to be complete (an empty list is at most
+        # `keep` long, so `full'` reduces to `full AND NOT cut`).
+        return template(
+            "SIZE(:k) = 0 AND NOT :w", k=col(self.name("kept"), j), w=col(self.name("whole"), j)
+        )
+
+    def merged(self, s: str, d: str) -> dict[str, exp.Expression]:
+        flag = col(RECOMPUTE_FLAG, d)
+        return {
+            name: template(
+                "CASE WHEN :flag THEN :rc ELSE :m END",
+                flag=flag, rc=col(RECOMPUTED + name, d), m=col(self.name(f"m{role}"), d),
+            )
+            for name, role in ((self.top, "top"), (self.full, "full"))
+        }  # fmt: skip
+
+    def inserted(self, d: str) -> dict[str, exp.Expression]:
+        return self.merged("", d)
+
+    def visible(self) -> exp.Expression:
+        return template("CASE WHEN SIZE(:t) > 0 THEN ELEMENT_AT(:t, 1).v END", t=col(self.top))

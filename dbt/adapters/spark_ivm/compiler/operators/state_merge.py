@@ -1,0 +1,197 @@
+"""state_merge: the delta table and the MERGE that fold a refresh's delta into its state.
+
+Statements 2 and 4 of a refresh (`render.py` lists them all):
+
+* the delta table: per changed group (`delta_groups_select`), its summed weight and each
+  rule's delta helpers, left-joined with the stored state row for the flags the commit
+  needs: is the group new, does it
+  disappear, must it be recomputed. Per group g with stored count c_s and delta weight c_d:
+  new count = c_s + c_d; g is inserted when unmatched and c_d > 0, deleted when c_s + c_d = 0.
+  Example: a group stored with count 2 meeting a delta of weight -2 is deleted;
+* the MERGE INTO the state table (keys matched null-safely with `<=>`) that applies the
+  delta table and the recomputed groups and advances the metadata row's watermarks: the
+  refresh's single, atomic commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT, RECOMPUTE_FLAG, RECOMPUTED
+from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT
+from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.render import MATCHED, META, NEW_COUNT, ROW, typed
+from dbt.adapters.spark_ivm.compiler.sql.templates import (
+    col,
+    null_safe_match,
+    sql,
+    table,
+    template,
+    text,
+)
+
+
+def delta_groups_select(plan: Plan, compacted: exp.Select | str) -> exp.Select:
+    """The changed groups: per key of the compacted delta, its summed weight (COUNT) and
+    each rule's delta helpers; the `d` side of the delta table.
+
+    `compacted` is the compacted delta's SELECT, or a scratch view holding it."""
+    w = col(WEIGHT)
+    source = table(compacted) if isinstance(compacted, str) else exp.Subquery(this=compacted)
+    keys = [col(n) for n in plan.key_columns]
+    per_row = {n: v for rule in plan.rules for n, v in rule.row_values(keys).items()}
+    if per_row:
+        rows = exp.Select().select(exp.Star()).from_(exp.alias_(source, "__ivm_rows0", table=True))
+        rows = rows.select(*(exp.alias_(v, n, quoted=True) for n, v in per_row.items()))
+        source = exp.Subquery(this=rows)
+    agg = exp.Select().from_(exp.alias_(source, "__ivm_rows", table=True))
+    for name in plan.key_columns:
+        agg = agg.select(col(name))
+    agg = agg.select(exp.alias_(template("SUM(:w)", w=w), COUNT, quoted=True))
+    for rule in plan.rules:
+        for name, node in rule.delta(w).items():
+            agg = agg.select(exp.alias_(node, name, quoted=True))
+    if plan.key_columns:
+        agg = agg.group_by(*(col(n) for n in plan.key_columns))
+    return agg.having(template("COUNT(*) > 0"))
+
+
+def delta_table_select(plan: Plan, compacted: exp.Select | str, state: str) -> exp.Select:
+    """Per key: the summed weight, each rule's delta helpers, and the stored row's flags:
+    the changed groups (`delta_groups_select`) left-joined with the state table.
+
+    `compacted` is the compacted delta's SELECT, or a scratch view holding it."""
+    w = col(WEIGHT)
+    groups = exp.Subquery(this=delta_groups_select(plan, compacted))
+    flags = [f for r in plan.rules if (f := r.needs_recompute("s", "d")) is not None]
+    flag = exp.or_(*flags) if flags else exp.false()
+    match = exp.and_(
+        template(":r = 0", r=col(ROW, "s")),
+        null_safe_match(
+            [col(k, "s") for k in plan.key_columns], [col(k, "d") for k in plan.key_columns]
+        ),
+    )
+    select = (
+        exp.Select()
+        .select(exp.Column(this=exp.Star(), table=exp.to_identifier("d")))
+        .select(exp.alias_(flag, RECOMPUTE_FLAG, quoted=True))
+        .select(exp.alias_(template(":c IS NOT NULL", c=col(COUNT, "s")), MATCHED, quoted=True))
+        .select(
+            exp.alias_(
+                template("COALESCE(:s, 0) + :d", s=col(COUNT, "s"), d=col(COUNT, "d")),
+                NEW_COUNT,
+                quoted=True,
+            )
+        )
+    )
+    outputs: list[exp.Expression] = []  # the delta table's columns from the joined level
+    derived_any = False
+    for rule in plan.rules:
+        joined = rule.joined("s", "d")
+        for name, node in joined.items():
+            select = select.select(exp.alias_(node, name, quoted=True))
+        derived = rule.late("j")
+        derived_any = derived_any or bool(derived)
+        if derived:
+            outputs += [exp.alias_(node, name, quoted=True) for name, node in derived.items()]
+        else:
+            outputs += [col(name, "j") for name in joined]
+    select = select.from_(exp.alias_(groups, "d", table=True)).join(
+        exp.alias_(table(state), "s", table=True), on=match, join_type="left"
+    )
+    late = [f for r in plan.rules if (f := r.joined_flag("j")) is not None]
+    if not late and not derived_any:
+        return select
+    # flags over the folded values read them by name, one level up, so that their SQL is
+    # not repeated at every use
+    delta_columns = [*plan.key_columns, COUNT, *(n for r in plan.rules for n in r.delta(w))]
+    outer = exp.Select().select(*(col(c, "j") for c in delta_columns))
+    outer = outer.select(
+        exp.alias_(exp.or_(col(RECOMPUTE_FLAG, "j"), *late), RECOMPUTE_FLAG, quoted=True)
+    )
+    outer = outer.select(*(col(c, "j") for c in [MATCHED, NEW_COUNT]), *outputs)
+    return outer.from_(exp.alias_(exp.Subquery(this=select), "j", table=True))
+
+
+def recomputed_columns(plan: Plan) -> list[str]:
+    return [RECOMPUTED + n for rule in plan.rules for n in rule.recomputed_names()]
+
+
+def merge_sql(
+    plan: Plan,
+    state: str,
+    delta: str,
+    recomputed: str | None,
+    meta: str,
+    types: Mapping[str, str],
+) -> str:
+    """The refresh's single commit: fold the delta into the state (keys matched with `<=>`),
+    set recomputed groups, and advance the metadata row's watermarks, in one MERGE."""
+    keys = plan.key_columns
+    rc_cols = recomputed_columns(plan)
+    source = (
+        exp.Select()
+        .select(
+            exp.alias_(exp.Literal.number(0), ROW, quoted=True),
+            exp.alias_(exp.cast(exp.null(), exp.DataType.build("string")), META, quoted=True),
+            exp.Column(this=exp.Star(), table=exp.to_identifier("d")),
+        )
+        .from_(exp.alias_(table(delta), "d", table=True))
+    )
+    if recomputed is not None and rc_cols:
+        source = source.select(*(col(c, "r") for c in rc_cols)).join(
+            exp.alias_(table(recomputed), "r", table=True),
+            on=null_safe_match([col(k, "d") for k in keys], [col(k, "r") for k in keys]),
+            join_type="left",
+        )
+    else:
+        source = source.select(*(exp.alias_(exp.null(), c, quoted=True) for c in rc_cols))
+    delta_columns = [*keys, COUNT, *(n for r in plan.rules for n in r.delta_table_columns())]
+    delta_columns += [RECOMPUTE_FLAG, MATCHED, NEW_COUNT]
+    meta_row = exp.Select().select(
+        exp.alias_(exp.Literal.number(1), ROW, quoted=True),
+        exp.alias_(text(meta), META, quoted=True),
+        *(exp.alias_(exp.null(), c, quoted=True) for c in [*delta_columns, *rc_cols]),
+    )
+    using = exp.union(source, meta_row, distinct=False)
+
+    updates: dict[str, exp.Expression] = {
+        COUNT: template(":s + :d", s=col(COUNT, "s"), d=col(COUNT, "d"))
+    }
+    inserts: dict[str, exp.Expression] = {ROW: exp.Literal.number(0)}
+    inserts.update({k: col(k, "d") for k in keys})
+    inserts[COUNT] = col(COUNT, "d")
+    for rule in plan.rules:
+        updates.update(rule.merged("s", "d"))
+        inserts.update(rule.inserted("d"))
+    set_list = ", ".join(f"{sql(col(c))} = {sql(typed(v, c, types))}" for c, v in updates.items())
+    match = exp.and_(
+        template(":a = :b", a=col(ROW, "s"), b=col(ROW, "d")),
+        null_safe_match([col(k, "s") for k in keys], [col(k, "d") for k in keys]),
+    )
+    parts = [
+        f"MERGE INTO {sql(table(state))} AS s USING ({sql(using)}) AS d ON {sql(match)}",
+        f"WHEN MATCHED AND d.{ROW} = 1 THEN UPDATE SET {META} = d.{META}",
+    ]
+    if plan.grouped:
+        parts.append(f"WHEN MATCHED AND d.{NEW_COUNT} = 0 THEN DELETE")
+    parts.append(f"WHEN MATCHED THEN UPDATE SET {set_list}")
+    if plan.grouped:
+        cols = ", ".join(sql(col(c)) for c in inserts)
+        values = ", ".join(sql(typed(v, c, types)) for c, v in inserts.items())
+        parts.append(
+            f"WHEN NOT MATCHED AND d.{ROW} = 0 AND d.{COUNT} > 0 THEN INSERT ({cols}) VALUES ({values})"
+        )
+    return " ".join(parts)
+
+
+def stats_sql(delta: str) -> str:
+    """Counts of state rows inserted, updated, deleted and groups recomputed by a refresh."""
+    return (
+        f"SELECT count_if(NOT {MATCHED} AND {NEW_COUNT} > 0), "
+        f"count_if({MATCHED} AND {NEW_COUNT} <> 0), "
+        f"count_if({MATCHED} AND {NEW_COUNT} = 0), "
+        f"count_if({RECOMPUTE_FLAG} AND {NEW_COUNT} > 0) FROM {sql(table(delta))}"
+    )

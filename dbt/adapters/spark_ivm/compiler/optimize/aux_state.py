@@ -1,0 +1,270 @@
+"""Auxiliary join states: a dimension change joins a pre-aggregated state, not the facts.
+
+What it maintains (docs/architecture.md, §4; F-IVM's view trees, DBToaster's higher-order views). For an
+aggregate over inner joins whose last input D is a small table, the other inputs (the facts)
+are joined and pre-aggregated down to their side of D's join keys and the fact columns the
+rest of the query groups by, as an ivm state A of its own; the model becomes the same
+aggregate over A JOIN D:
+
+    Agg_g( F_1 ⋈ … ⋈ F_m ⋈_(j = d) D )  =  Agg'_g( A ⋈_(A.j = d) D ),
+    A = Agg_(j, g_F)( F_1 ⋈ … ⋈ F_m )       j: the facts' side of D's join equalities,
+                                            g_F: the group keys over the facts only,
+
+where Agg' combines A's partial aggregates: count(*) -> sum(A.count), count(x) ->
+sum(A.count_x), sum(x) -> sum(A.sum_x) cast to the original result type, min(x)/max(x) ->
+min/max(A.min/max_x). A change of D is then joined with A (one row per join key and fact
+group) instead of with the facts, and a change of the facts maintains A and reaches the model
+as A's change (`chain.py` runs the two states in order).
+
+Example: revenue per (customer nation, order status) over lineitem ⋈ orders ⋈ customers:
+    A   = select o.o_custkey as aux_j0, o.o_orderstatus as aux_g0,
+                 count(*) as aux_x0, sum(l.price) as aux_x1
+          from lineitem l join orders o on l.l_orderkey = o.o_orderkey
+          group by o.o_custkey, o.o_orderstatus
+    top = select c.c_nationkey, a.aux_g0 as o_orderstatus, sum(a.aux_x0) as line_count,
+                 cast(sum(a.aux_x1) as decimal(25,2)) as revenue
+          from A a join customers c on a.aux_j0 = c.c_custkey
+          group by c.c_nationkey, a.aux_g0
+
+Only exact rewrites are made: sums of integral types (Spark's wrap-around is associative) and
+of decimals whose result type is not capped at 38 digits (a partial sum cannot overflow where
+the whole one does not); no avg, DISTINCT or non-decomposable aggregate, no outer join, no
+condition mixing D and the facts other than an equality. Anything else keeps the flat plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.ir import AggKind, JoinKind
+from dbt.adapters.spark_ivm.compiler.operators.aggregates.rule import decimal_type
+from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.sql.templates import aliases, col, conj, conjuncts, sql, table
+
+#: Alias of the auxiliary state in the model's rewritten query.
+AUX_ALIAS = "__ivm_aux"
+_INTEGRAL = {"tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long"}
+#: How a partial aggregate of A combines into the model's aggregate.
+_COMBINE = {
+    AggKind.COUNT_STAR: "sum",
+    AggKind.COUNT: "sum",
+    AggKind.SUM: "sum",
+    AggKind.MIN: "min",
+    AggKind.MAX: "max",
+}
+
+
+@dataclass(frozen=True)
+class AuxSplit:
+    """A model split into its auxiliary state A and the model's query over A and D."""
+
+    aux_sql: str  # A's SELECT over the facts
+    dimension: str  # D's relation
+    facts: tuple[str, ...]  # the facts' relations
+    join_keys: tuple[str, ...]  # the facts' side of D's join equalities, as written
+    group_keys: tuple[str, ...]  # the group keys over the facts only, as written
+    top: exp.Select  # the model over A JOIN D; its FROM is a placeholder for A
+
+    def top_sql(self, aux_from: str) -> str:
+        """The model's query with A read from `aux_from` (a SELECT of A's columns)."""
+        node = self.top.copy()
+        node.args["from_"].this.replace(
+            exp.alias_(exp.Subquery(this=exp.maybe_parse(aux_from, dialect="spark")), AUX_ALIAS)
+        )
+        return sql(node)
+
+
+def exact_sum_type(arg_type: str | None) -> str | None:
+    """Spark's result type of sum(x) when summing partial sums gives it exactly (see the
+    module docstring), else None. `bigint` for integral x; decimal(p + 10, s) for
+    decimal(p, s) while p + 10 <= 38 (not capped)."""
+    if arg_type is None:
+        return None
+    base = arg_type.lower().strip()
+    if base in _INTEGRAL:
+        return "bigint"
+    dec = decimal_type(base)
+    if dec is None or dec[0] + 10 > 38:
+        return None
+    return f"decimal({dec[0] + 10},{dec[1]})"
+
+
+def split(the_plan: Plan) -> AuxSplit | str:
+    """The auxiliary split of a planned model, or the reason there is none."""
+    query = the_plan.query
+    if not query.is_aggregate or query.distinct:
+        return "not an aggregate"
+    if len(query.inputs) < 2 or any(s.kind is not JoinKind.INNER for s in query.steps):
+        return "not an aggregate over inner joins"
+    if query.weights:
+        # its SQL would read the state table, not the repeated rows of its view
+        return "an input is a state of repeated rows"
+    dim = query.inputs[-1]
+    facts = query.inputs[:-1]
+    fact_aliases = {f.alias for f in facts}
+    if dim.relation in {f.relation for f in facts}:
+        return f"{dim.relation} is also a fact input"
+
+    fact_where: list[exp.Expression] = []
+    dim_where: list[exp.Expression] = []
+    fact_keys: list[exp.Expression] = []
+    dim_keys: list[exp.Expression] = []
+    for conjunct in [*conjuncts(query.steps[-1].on), *conjuncts(query.where)]:
+        if isinstance(conjunct, exp.Boolean) and conjunct.this is True:
+            continue
+        used = aliases(conjunct)
+        if conjunct.find(exp.Subquery, exp.Exists):
+            return "a sub-query in a condition"
+        if used <= fact_aliases and used:
+            fact_where.append(conjunct)
+        elif used <= {dim.alias}:
+            dim_where.append(conjunct)
+        elif isinstance(conjunct, exp.EQ):
+            a, b = conjunct.this, conjunct.expression
+            sa, sb = aliases(a), aliases(b)
+            if sa and sb and sa <= fact_aliases and sb == {dim.alias}:
+                fact_keys.append(a)
+                dim_keys.append(b)
+            elif sa and sb and sb <= fact_aliases and sa == {dim.alias}:
+                fact_keys.append(b)
+                dim_keys.append(a)
+            else:
+                return f"a join condition mixing both sides: {sql(conjunct)}"
+        else:
+            return f"a condition mixing {dim.alias} and the facts: {sql(conjunct)}"
+    if not fact_keys:
+        return f"no equality joins {dim.alias} to the facts"
+
+    group_cols: list[exp.Expression] = []  # A's fact-side group keys
+    key_map: dict[exp.Expression, exp.Expression] = {}
+    for key in query.group_by:
+        used = aliases(key)
+        if used and used <= fact_aliases:
+            if key not in key_map:
+                key_map[key] = col(f"aux_g{len(group_cols)}", AUX_ALIAS)
+                group_cols.append(key)
+        elif used and not used <= {dim.alias}:
+            return f"a group key mixing both sides: {sql(key)}"
+
+    partials: list[exp.Expression] = []
+    call_map: dict[exp.Expression, exp.Expression] = {}
+    for i, agg in enumerate(query.aggregates):
+        combine = _COMBINE.get(agg.kind)
+        if combine is None or agg.call.find(exp.Distinct):
+            return f"the aggregate {sql(agg.call)} has no partial form"
+        if agg.arg is not None and not (aliases(agg.arg) and aliases(agg.arg) <= fact_aliases):
+            return f"the aggregate {sql(agg.call)} reads {dim.alias}"
+        sum_type = exact_sum_type(the_plan.arg_types[i]) if agg.kind is AggKind.SUM else None
+        if agg.kind is AggKind.SUM and sum_type is None:
+            return f"the sum {sql(agg.call)} of {the_plan.arg_types[i]} is not exact in parts"
+        name = f"aux_x{len(partials)}"
+        partials.append(exp.alias_(agg.call.copy(), name))
+        combined: exp.Expression = exp.func(combine, col(name, AUX_ALIAS))
+        if sum_type is not None:
+            combined = exp.cast(combined, exp.DataType.build(sum_type, dialect="spark"))
+        if agg.kind in (AggKind.COUNT_STAR, AggKind.COUNT) and not query.group_by:
+            # An ungrouped count over no rows is 0; the sum of no partial counts is NULL.
+            combined = exp.func("coalesce", combined, exp.Literal.number(0))
+        call_map[agg.call] = combined
+
+    # A: the facts joined as in the model, grouped by the join keys and fact group keys.
+    aux = exp.Select().from_(
+        exp.alias_(table(facts[0].relation), facts[0].alias, table=True, quoted=True)
+    )
+    for step in query.steps[:-1]:
+        inp = query.inputs[step.index]
+        aux = aux.join(
+            exp.alias_(table(inp.relation), inp.alias, table=True, quoted=True),
+            on=step.on.copy(),
+            join_type="inner",
+        )
+    keys_out = [exp.alias_(k.copy(), f"aux_j{i}") for i, k in enumerate(fact_keys)]
+    groups_out = [exp.alias_(g.copy(), f"aux_g{i}") for i, g in enumerate(group_cols)]
+    aux = aux.select(*keys_out, *groups_out, *partials)
+    where = conj([c.copy() for c in fact_where])
+    if where is not None:
+        aux = aux.where(where)
+    aux = aux.group_by(*(k.copy() for k in fact_keys), *(g.copy() for g in group_cols))
+
+    # The model over A JOIN D, every output named as Spark names the model's.
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        def sub(n: exp.Expression) -> exp.Expression:
+            for mapping in (call_map, key_map):
+                found = mapping.get(n)
+                if found is not None:
+                    return found.copy()
+            return n
+
+        return node.copy().transform(sub, copy=True)
+
+    outputs = [
+        exp.alias_(rewrite(o.this if isinstance(o, exp.Alias) else o), name, quoted=True)
+        for o, name in zip(query.outputs, the_plan.output_names)
+    ]
+    on = conj(
+        [
+            exp.EQ(this=col(f"aux_j{i}", AUX_ALIAS), expression=d.copy())
+            for i, d in enumerate(dim_keys)
+        ]
+    )
+    top = (
+        exp.Select()
+        .select(*outputs)
+        .from_(table("__ivm_aux_placeholder"))
+        .join(
+            exp.alias_(table(dim.relation), dim.alias, table=True, quoted=True),
+            on=on,
+            join_type="inner",
+        )
+    )
+    top_where = conj([c.copy() for c in dim_where])
+    if top_where is not None:
+        top = top.where(top_where)
+    if query.group_by:
+        top = top.group_by(*(rewrite(k) for k in query.group_by))
+    if query.having is not None:
+        top = top.having(rewrite(query.having))
+    stray = [
+        c
+        for node in [*top.expressions, top.args.get("having")]
+        if node is not None
+        for c in node.find_all(exp.Column)
+        if c.table in fact_aliases
+    ]
+    if stray:
+        return f"a fact column outside the group keys and aggregates: {sql(stray[0])}"
+    return AuxSplit(
+        aux_sql=sql(aux),
+        dimension=dim.relation,
+        facts=tuple(dict.fromkeys(f.relation for f in facts)),
+        join_keys=tuple(sql(k) for k in fact_keys),
+        group_keys=tuple(sql(g) for g in group_cols),
+        top=top,
+    )
+
+
+def describe(the_split: AuxSplit, dim_rows: int | None, fact_rows: int | None) -> str:
+    """The log line's words for the choice, e.g.
+    `aux state A(o.o_custkey, o.o_orderstatus) over s.lineitem x s.orders (6000000 rows)
+    for s.customers (150000 rows)`."""
+
+    def rows(n: int | None) -> str:
+        return "" if n is None else f" ({n} rows)"
+
+    return (
+        f"aux state A({', '.join((*the_split.join_keys, *the_split.group_keys))}) over "
+        f"{' x '.join(the_split.facts)}"
+        f"{rows(fact_rows)} for {the_split.dimension}{rows(dim_rows)}"
+    )
+
+
+def choose(dim_rows: int | None, fact_rows: int | None, ratio: int = 10) -> bool:
+    """Is an auxiliary state worth it? When the facts hold at least `ratio` times the
+    dimension's rows: A has at most one row per fact row, and usually about one per
+    dimension row and fact group, so a dimension change then reads far less than the facts.
+    Unknown sizes: no."""
+    if dim_rows is None or fact_rows is None:
+        return False
+    return fact_rows >= ratio * max(dim_rows, 1)

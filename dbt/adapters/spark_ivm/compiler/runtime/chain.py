@@ -1,0 +1,453 @@
+"""chain: one model maintained as a chain of states, each by its own `Maintainer`.
+
+A model with an auxiliary state (`aux_state.py`) is two states maintained in order: A, over
+the facts (its own state table and view, `<model>__ivm_aux`), then the model itself, whose
+rewritten query reads A's state table and the dimension. Each state records the snapshots of
+the inputs it reflects, and A's state table is one of the model's inputs (docs/architecture.md, §4, the
+second atomicity option: "each state commits on its own and records the versions of its
+inputs it reflects"). So a failure after A's commit and before the model's leaves the model
+at its old watermark of A's state, and the next run reads A's change from there: no delta is
+applied twice or skipped, and the model's view shows its old state until then.
+
+The choice is made when the model is planned (first run, changed SQL, `--full-refresh`, or a
+changed `ivm_aux_states` setting) and recorded in the view's properties with the rewritten
+queries, so a refresh does not plan the model again to find it.
+
+    ivm_aux_states (model config, else the DBT_SPARK_IVM_AUX_STATES environment variable):
+      auto    an auxiliary state where the split is exact and the largest fact table holds
+              at least 10x the dimension's rows;
+      always  wherever the split is exact;
+      never   (default, until a refresh with one is measured faster) the flat plan.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.frontend import stages, views
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
+from dbt.adapters.spark_ivm.compiler.operators import top_k
+from dbt.adapters.spark_ivm.compiler.optimize import aux_state
+from dbt.adapters.spark_ivm.compiler.runtime import upstream
+from dbt.adapters.spark_ivm.compiler.runtime.facts import (
+    Executor,
+    Target,
+    describe_columns,
+    is_iceberg,
+    relation_properties,
+    table_properties,
+)
+from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, Outcome, sql_hash
+from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+
+AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
+MODES = ("auto", "always", "never")
+#: Off unless asked for: on bench SF 1 (0.1 % changed, loaded machine) nation_revenue's
+#: refresh took 44 s with its auxiliary state against 10.6 s flat (bench/results/dataflow-journal.md).
+DEFAULT_MODE = "never"
+#: View properties recording the choice: "<mode>:<hash of the model SQL>", and the queries.
+CHOICE = "ivm.aux_choice"
+AUX_SQL = "ivm.aux_sql"
+TOP_SQL = "ivm.top_sql"
+#: View property: how many sub-query states (`stages.py`) the model keeps.
+STAGES = "ivm.stages"
+
+
+def aux_mode(configured: str | None, model: str) -> str:
+    """The model's `ivm_aux_states` setting (config, else environment, else never)."""
+    return model_setting(model, "ivm_aux_states", configured, AUX_ENV, MODES, DEFAULT_MODE)
+
+
+def aux_target(target: Target) -> Target:
+    return Target(target.schema, f"{target.identifier}__ivm_aux")
+
+
+@dataclass(kw_only=True)
+class ChainMaintainer:
+    """Builds or refreshes one model: flat, or as its auxiliary state, then the model."""
+
+    executor: Executor
+    model: str
+    compiled_sql: str
+    target: Target
+    existing: str | None
+    full_refresh: bool = False
+    mode: str = DEFAULT_MODE
+    log: Callable[[str], None] = print
+    warn: Callable[[str], None] = print  # see `FactsReader.warn`
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
+    # The model's own SQL (`compiled_sql` reads the views it reads through their queries).
+    user_sql: str = ""
+    # View properties of every state: the digests of the views the model reads (`views.py`).
+    view_digests: dict[str, str] = field(default_factory=dict)
+    # Why the model's SQL changed when a view's definition did (None: not because of a view).
+    views_changed: str | None = None
+    created_copies: list[str] = field(default_factory=list)  # snapshot-diff copies made now
+    # Other ivm models read this one: its state keeps a delta log (`capture/delta_log.py`).
+    publish: bool = False
+    # The model's ORDER BY .. LIMIT, applied by its view (`top_k.py`); set by `run`.
+    top: top_k.TopK | None = None
+
+    def _maintainer(self, **kwargs) -> Maintainer:
+        extra = kwargs.pop("view_properties", {})
+        base = {
+            "view_properties": {
+                **({views.VIEWS: json.dumps(self.view_digests)} if self.view_digests else {}),
+                **extra,
+            },
+            "sql_changed_because": self.views_changed,
+            "known_properties": self.known,
+            "executor": self.executor,
+            "model": self.model,
+            "compiled_sql": self.compiled_sql,
+            "target": self.target,
+            "existing": self.existing,
+            "full_refresh": self.full_refresh,
+            "log": self.log,
+            "warn": self.warn,
+        }
+        if "compiled_sql" not in kwargs:
+            base["user_sql"] = self.user_sql or None
+        # Only the model's own state is read by other models (not its aux or stage states),
+        # and only the model's own view is limited.
+        own = kwargs.get("target", self.target) == self.target
+        base["publish"] = self.publish and own
+        base["top"] = self.top if own else None
+        return Maintainer(**{**base, **kwargs})
+
+    def _properties(self, relation: str, base: bool = False) -> dict[str, str] | None:
+        """The relation's properties (None: no such relation), kept for the maintainers.
+        A `base` relation is mostly an Iceberg table, read from the catalog without a
+        statement where the session allows; the model's own relations are views."""
+        start = time.monotonic()
+        try:
+            if base:
+                found = relation_properties(self.executor, relation)
+            else:
+                found = table_properties(self.executor.fetch, relation)
+        except Exception:  # noqa: BLE001 - no such relation
+            return None
+        finally:
+            self.timings.append(("properties", time.monotonic() - start))
+        self.known[relation] = found
+        return found
+
+    def _read_views(self, props: dict[str, str]) -> None:
+        """Replace the views the model reads by their queries (`views.py`)."""
+        self.user_sql = self.user_sql or self.compiled_sql
+        start = time.monotonic()
+        try:
+            found = views.read_definitions(
+                self.executor.fetch, self.user_sql, self.target.schema.lower(), self.model
+            )
+        finally:
+            self.timings.append(("views", time.monotonic() - start))
+        self.view_digests = views.digests(found)
+        self.views_changed = views.changed(props.get(views.VIEWS), self.view_digests)
+        if found:
+            self.compiled_sql = views.expand(
+                self.user_sql, found, self.target.schema.lower(), self.model
+            )
+
+    def _copy_bases(self, sync: bool = True) -> dict[str, str]:
+        """Read every base relation that keeps no snapshots through an Iceberg copy brought
+        level with it first (`capture/snapshot_diff.py`; `sync=False`: only read through the
+        copies, as they are). Returns the copies by base relation."""
+        default_db = self.target.schema.lower()
+        copies: dict[str, str] = {}
+        for relation in base_relations(self.compiled_sql, default_db, self.model):
+            found = self._properties(relation, base=True)
+            if found is not None and not is_iceberg(found):
+                copies[relation] = snapshot_diff.copy_name(self.target.view, relation)
+        for relation, copy in copies.items() if sync else ():
+            self._sync_copy(relation, copy)
+        self.compiled_sql = snapshot_diff.read_copies(self.compiled_sql, copies, default_db)
+        return copies
+
+    def _sync_copy(self, relation: str, copy: str) -> None:
+        start = time.monotonic()
+        try:
+            columns = describe_columns(
+                self.executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}")
+            )
+            found = self._properties(copy)
+            digest = snapshot_diff.schema_digest(columns)
+            if found is None or found.get(snapshot_diff.SOURCE_SCHEMA) != digest:
+                why = "first run" if found is None else "its columns changed"
+                for statement in snapshot_diff.create_copy_sql(relation, copy, columns):
+                    self.executor.execute(statement)
+                self.known.pop(copy, None)
+                if found is None:
+                    self.created_copies.append(copy)
+                self.log(
+                    f"ivm model '{self.model}': {relation} keeps no snapshots: copied into "
+                    f"{copy} ({why}); its changes are read by snapshot diff"
+                )
+                return
+            rows = self.executor.fetch(snapshot_diff.differing_rows_sql(relation, copy, columns))
+            differing = int(rows[0][0])
+            if differing:
+                self.executor.execute(snapshot_diff.overwrite_copy_sql(relation, copy))
+            self.log(
+                f"ivm model '{self.model}': snapshot diff of {relation} against {copy}: "
+                f"{differing} distinct rows differ" + ("; copy overwritten" if differing else "")
+            )
+        finally:
+            self.timings.append(("snapshot diff", time.monotonic() - start))
+
+    def run(self) -> Outcome:
+        props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
+        self._read_views(props)
+        notes = self._stale_upstreams()
+        self._copy_bases()
+        self.split_top()
+        try:
+            outcome = self._run(props)
+        except UnsupportedQueryError:
+            # A refusal creates nothing: not even the copies made for it in this run.
+            for copy in self.created_copies:
+                self.executor.execute(f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE")
+            raise
+        return replace(outcome, summary="; ".join([outcome.summary, *notes]))
+
+    def split_top(self) -> None:
+        """Maintain the model's SELECT without its ORDER BY .. LIMIT; its view applies it."""
+        self.top = top_k.split(self.compiled_sql, self.model)
+        self.compiled_sql = self.top.inner
+
+    def _stale_upstreams(self) -> list[str]:
+        """What the run says of each upstream ivm model it reads that is behind its own base
+        tables (`upstream.py`), also logged now."""
+        found = upstream.states(
+            base_relations(self.compiled_sql, self.target.schema.lower(), self.model)
+        )
+        notes: list[str] = []
+        start = time.monotonic()
+        for state in found:
+            try:
+                rows = self.executor.fetch(render.meta_sql(state))
+                marks = upstream.watermarks(rows[0][0] if rows else None)
+                heads = self._maintainer()._heads(sorted(marks))
+            except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
+                continue
+            changed = upstream.behind(marks, {r: h.snapshot for r, h in heads.items()})
+            if changed:
+                notes.append(upstream.note(state, changed, self.model))
+                self.log(f"ivm model '{self.model}': {notes[-1]}")
+        if found:
+            self.timings.append(("upstream", time.monotonic() - start))
+        return notes
+
+    def _run(self, props: dict[str, str]) -> Outcome:
+        if stages.needed(self.compiled_sql):
+            return self._staged(props)
+        self._drop_stages(props, keep=0)
+        digest = sql_hash(self.compiled_sql)
+        choice = f"{self.mode}:{digest}"
+        had_aux = AUX_SQL in props
+        if props.get(CHOICE) == choice and not self.full_refresh:
+            if had_aux and TOP_SQL in props:
+                return self._chain(props[AUX_SQL], props[TOP_SQL], choice, None)
+            if not had_aux:
+                return self._flat(choice, None)
+        # The choice is not recorded for this SQL and setting: plan the model to make it.
+        changed = CHOICE in props and props[CHOICE].split(":", 1)[-1] == digest
+        # Planned here only to choose: with `never` there is nothing to choose.
+        split = (
+            aux_state.split(self._maintainer()._plan(self.target.schema.lower()))
+            if self.mode != "never"
+            else "ivm_aux_states=never"
+        )
+        dim_rows = fact_rows = None
+        possible = not isinstance(split, str)
+        if not isinstance(split, str):
+            sizes = self._rows([split.dimension, *split.facts])
+            dim_rows = sizes.get(split.dimension)
+            fact_rows = max((sizes.get(f) or 0 for f in split.facts), default=0) or None
+            if self.mode == "auto" and not aux_state.choose(dim_rows, fact_rows):
+                split = (
+                    f"the facts ({fact_rows} rows) are not 10x {split.dimension} ({dim_rows} rows)"
+                )
+        if isinstance(split, str):
+            if self.mode == "always" or possible:
+                self.log(f"ivm model '{self.model}': no aux state: {split}")
+            if had_aux:
+                self._drop_aux()
+            reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
+            return self._flat(choice, reason)
+        aux = self._maintainer(
+            model=f"{self.model}__ivm_aux",
+            compiled_sql=split.aux_sql,
+            target=aux_target(self.target),
+            existing=None,
+        )
+        aux_plan = aux._plan(self.target.schema.lower())
+        top_sql = split.top_sql(render.view_select(aux_plan, aux.target.state))
+        self.log(f"ivm model '{self.model}': {aux_state.describe(split, dim_rows, fact_rows)}")
+        reason = "it now keeps an auxiliary state" if changed and not had_aux else None
+        return self._chain(split.aux_sql, top_sql, choice, reason)
+
+    def _flat(self, choice: str, reason: str | None) -> Outcome:
+        flat = self._maintainer(view_properties={CHOICE: choice}, rebuild_because=reason)
+        outcome = flat.run()
+        return replace(outcome, timings=self.timings + outcome.timings)
+
+    def _chain(self, aux_sql: str, top_sql: str, choice: str, reason: str | None) -> Outcome:
+        target = aux_target(self.target)
+        exists = self._properties(target.view) is not None
+        aux = self._maintainer(
+            model=f"{self.model}__ivm_aux",
+            compiled_sql=aux_sql,
+            target=target,
+            existing="view" if exists else None,
+            keep_scratch=True,
+        )
+        try:
+            first = aux.run()
+            if first.mode == "build":
+                if exists:
+                    self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+                self.executor.execute(first.main_sql)
+            # A's change reaches the model in this run as the keys A's refresh changed,
+            # read so only where A's commit is the one change since the model's watermark
+            # of A's state (`Handoff.covers`).
+            handoff = {}
+            if first.mode == "refresh" and aux.committed:
+                handoff[target.state] = Handoff(keys=aux.changed_keys)
+            top = self._maintainer(
+                compiled_sql=top_sql,
+                user_sql=self.user_sql,
+                view_properties={CHOICE: choice, AUX_SQL: aux_sql, TOP_SQL: top_sql},
+                rebuild_because=reason,
+                handoff=handoff,
+            )
+            outcome = top.run()
+        finally:
+            aux.release_scratch()
+        timings = self.timings + [(f"aux {label}", s) for label, s in first.timings]
+        timings += outcome.timings
+        summary = f"{outcome.summary}; aux state {target.view}: {first.summary}"
+        return replace(outcome, summary=summary, timings=timings)
+
+    def _rows(self, relations: list[str]) -> dict[str, int | None]:
+        """Each relation's row count from its latest snapshot's summary (no data read)."""
+        parts = [
+            f"SELECT {i} AS i, CAST(summary['total-records'] AS BIGINT) AS n FROM "
+            f"(SELECT summary FROM {sql(table(r))}.`snapshots` "
+            "ORDER BY committed_at DESC LIMIT 1)"
+            for i, r in enumerate(relations)
+        ]
+        start = time.monotonic()
+        try:
+            rows = self.executor.fetch(" UNION ALL ".join(parts))
+        except Exception:  # noqa: BLE001 - sizes unknown: no auxiliary state
+            return {}
+        finally:
+            self.timings.append(("sizes", time.monotonic() - start))
+        found = {int(i): n for i, n in rows}
+        return {
+            r: (None if found.get(i) is None else int(found[i])) for i, r in enumerate(relations)
+        }
+
+    def _drop_aux(self) -> None:
+        """Remove the auxiliary state's view and state table (the model no longer uses them)."""
+        drop_state(self.executor, aux_target(self.target))
+
+    def _drop_stages(self, props: dict[str, str], keep: int) -> None:
+        drop_stages(self.executor, self.target, props, keep)
+
+    def stage_tree(self) -> exp.Query:
+        """The model's SELECT ready to be cut into sub-query states (`stages.prepare`), its
+        result columns named as Spark names the model's own SELECT's (an unaliased
+        `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
+        default_db = self.target.schema.lower()
+        probe = self._maintainer()
+        relations = base_relations(self.compiled_sql, default_db, self.model)
+        tree = stages.prepare(
+            self.compiled_sql, self.model, probe._base_facts(relations), default_db
+        )
+        names = describe_columns(
+            probe._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
+        )
+        stages.name_outputs(tree, [name for name, _ in names])
+        self.timings += probe.timings
+        return tree
+
+    def _staged(self, props: dict[str, str]) -> Outcome:
+        """A model with sub-query states (`stages.py`): each maintained in turn, innermost
+        first, then the model over them. A state rebuilt in this run rebuilds every state
+        after it (its readers' watermarks are of a table that was replaced)."""
+        default_db = self.target.schema.lower()
+        if AUX_SQL in props:
+            self._drop_aux()
+        tree = self.stage_tree()
+        handoff: dict[str, Handoff] = {}
+        done: list[Maintainer] = []
+        timings = list(self.timings)
+        summaries: list[str] = []
+        rebuilt: str | None = None
+        try:
+            while (sub := stages.innermost(tree)) is not None:
+                index = len(done)
+                target = stages.stage_target(self.target, index)
+                exists = self._properties(target.view) is not None
+                stage = self._maintainer(
+                    model=f"{self.model}__ivm_s{index}",
+                    compiled_sql=sql(sub.this),
+                    target=target,
+                    existing="view" if exists else None,
+                    keep_scratch=True,
+                    handoff=dict(handoff),
+                    rebuild_because=rebuilt,
+                )
+                done.append(stage)
+                first = stage.run()
+                if first.mode == "build":
+                    if exists:
+                        self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+                    self.executor.execute(first.main_sql)
+                    rebuilt = rebuilt or f"its sub-query state {target.view} was rebuilt"
+                elif stage.committed:
+                    handoff[target.state] = Handoff(keys=stage.changed_keys)
+                the_plan = stage.last_plan or stage._plan(default_db)
+                stages.read_state(sub, render.view_select(the_plan, target.state))
+                timings += [(f"s{index} {label}", s) for label, s in first.timings]
+                summaries.append(f"state {target.view}: {first.summary}")
+            top = self._maintainer(
+                compiled_sql=sql(tree),
+                user_sql=self.user_sql,
+                view_properties={STAGES: str(len(done))},
+                rebuild_because=rebuilt,
+                handoff=handoff,
+            )
+            outcome = top.run()
+        finally:
+            for stage in done:
+                stage.release_scratch()
+        self._drop_stages(props, keep=len(done))
+        summary = "; ".join([outcome.summary, *summaries])
+        return replace(outcome, summary=summary, timings=timings + outcome.timings)
+
+
+def drop_state(executor: Executor, target: Target) -> None:
+    """Drop a state's view and state table."""
+    executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+    executor.execute(render.drop_state_sql(target.state))
+
+
+def drop_stages(executor: Executor, target: Target, props: dict[str, str], keep: int) -> None:
+    """Drop the sub-query states numbered `keep` and up that the model's view properties
+    `props` record."""
+    for index in range(keep, int(props.get(STAGES, "0") or 0)):
+        drop_state(executor, stages.stage_target(target, index))

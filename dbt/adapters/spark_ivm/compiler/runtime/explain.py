@@ -1,0 +1,300 @@
+"""explain: a model's dataflow in words (`dbt run-operation ivm_explain --args '{model: m}'`).
+
+Read-only. It plans the model as its next `dbt run` would, from the SQL its relation records
+(`ivm.sql`; or a SELECT given to it), through the same steps as `chain.py`: the views it reads
+are replaced by their queries, tables without snapshots are read through their copies,
+sub-queries that keep a state are cut out innermost first, and an auxiliary state recorded
+by the last build is planned as such. For each state it prints the operators (joins and the
+rule each outer join or aggregate is maintained by), the state table's rows and the watermark
+of each input against the input's current snapshot, which delta terms are pruned by key, and
+whether an auxiliary state is kept, possible, or why not. A refused construct is named as
+`dbt run` would name it. Nothing is created, changed or dropped.
+
+Example (an aggregate over a join of two Iceberg tables; the lines as printed, abridged):
+
+    ivm model 'revenue' (analytics.revenue): a view over its state table
+      state analytics.revenue__ivm_state: 25 state rows
+        input db.nations: snapshot 120 reflected, now 131 (changed since the last run)
+        input db.orders: snapshot 8812 reflected, current (no change waiting)
+        input o = db.orders
+        input n = db.nations
+        join: INNER JOIN n ON o.nation = n.id (sum over inputs: dR1 x R2_old + R1_new x dR2)
+        operator: aggregate by n.name, one state row per group
+          COUNT(*): counting, count(*) = __ivm_count__, the group's row count: ...
+          MAX(o.total): extremes, min(x) / max(x) as a ranked list ... [state columns ...]
+        key pruning: a change of db.orders reads n only at n.id = the change's o.nation
+        auxiliary state: not kept (ivm_aux_states=never); possible: aux state A(o.nation) ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.errors import IvmError, UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.frontend import stages
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind
+from dbt.adapters.spark_ivm.compiler.optimize import aux_state
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
+from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.runtime.chain import (
+    AUX_SQL,
+    STAGES,
+    TOP_SQL,
+    ChainMaintainer,
+    aux_target,
+)
+from dbt.adapters.spark_ivm.compiler.runtime.facts import Target
+from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+
+#: What maintains a join step, by kind (`delta.py`, `outer_join.py`).
+_JOIN_RULES = {
+    JoinKind.INNER: "sum over inputs: dR1 x R2_old + R1_new x dR2",
+    JoinKind.LEFT: "outer padding: NULL-padded rows of the affected keys, new minus old",
+    JoinKind.RIGHT: "outer padding: NULL-padded rows of the affected keys, new minus old",
+    JoinKind.FULL: "outer padding on both sides: padded rows of the affected keys",
+}
+_SHAPES = {
+    Shape.AGGREGATE: "one state row per group",
+    Shape.DISTINCT: "one state row per distinct row, shown while its count is positive",
+    Shape.BAG: "one state row per distinct row, shown __ivm_count__ times",
+    Shape.WINDOW: "one state row per result row; a change recomputes the partitions it touches",
+}
+
+
+def _first_line(doc: str | None) -> str:
+    """A rule docstring's first paragraph on one line: its equation."""
+    paragraph = (doc or "").strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+def plan_lines(the_plan: Plan) -> list[str]:
+    """The operators of one planned state, one line each (pure).
+
+    >>> # select k, sum(x) s from db.t group by k
+    >>> # -> ['input t = db.t', 'operator: aggregate by t.k, one state row per group',
+    >>> #     '  sum(t.x): sums, sum(x): sum\\' = sum + sum(w * x), ...']
+    """
+    query = the_plan.query
+    if the_plan.branches:
+        kind = (query.set_op or "union").upper() + ("" if query.distinct else " ALL")
+        if query.set_op is None:
+            shape = _SHAPES[the_plan.shape]
+        else:
+            shown = (
+                f"{sql(the_plan.copies)} times"
+                if the_plan.copies is not None
+                else f"while {sql(the_plan.having)}"
+            )
+            shape = (
+                "one state row per distinct row with its count and its left operand's count "
+                f"{sql(the_plan.rules[0].visible())}, shown {shown}"
+            )
+        out = [f"operator: {kind} of {len(the_plan.branches)} branches, {shape}"]
+        out.append("  delta: the sum of the branches' deltas, one MERGE")
+        for i, branch in enumerate(the_plan.branches):
+            side = ""
+            if query.set_op is not None:
+                side = " (left operand)" if i < query.left_branches else " (right operand)"
+            out.append(f"branch {i}{side}:")
+            out.extend(
+                f"  {line}" for line in plan_lines(branch) if not line.startswith("operator")
+            )
+        return out
+    out = [f"input {inp.alias} = {inp.relation}" for inp in query.inputs]
+    for step in query.steps:
+        joined = query.inputs[step.index].alias
+        on = sql(step.on)
+        out.append(
+            f"join: {step.kind.value.upper()} JOIN {joined} ON {on} ({_JOIN_RULES[step.kind]})"
+        )
+    if query.where is not None:
+        out.append(f"where: {sql(query.where)} (applied to every delta)")
+    keys = ", ".join(sql(k) for k in the_plan.keys) if the_plan.keys else "(no GROUP BY)"
+    if the_plan.shape is Shape.AGGREGATE:
+        out.append(f"operator: aggregate by {keys}, {_SHAPES[the_plan.shape]}")
+    elif the_plan.shape is Shape.WINDOW:
+        keys = keys if the_plan.keys else "(no shared PARTITION BY: the whole result)"
+        out.append(f"operator: window, partitions by {keys}, {_SHAPES[the_plan.shape]}")
+        for output in query.outputs:
+            out.extend(f"  {sql(w)}" for w in output.find_all(exp.Window))
+    else:
+        out.append(f"operator: {the_plan.shape.value}, {_SHAPES[the_plan.shape]}")
+    for rule in the_plan.rules:
+        kind = type(rule).__module__.rsplit(".", 1)[-1]
+        helpers = ", ".join(rule.state_columns())
+        out.append(
+            f"  {sql(rule.agg.call)}: {kind}, {_first_line(type(rule).__doc__)}"
+            + (f" [state columns {helpers}]" if helpers else "")
+        )
+    if the_plan.having is not None:
+        out.append(f"having: {sql(query.having)} (computed by the view from the state)")
+    for link in key_links(query):
+        mine, other = query.inputs[link.delta], query.inputs[link.other]
+        out.append(
+            f"key pruning: a change of {mine.relation} reads {other.alias} only at "
+            f"{other.alias}.{link.other_column} = the change's {mine.alias}.{link.delta_column}"
+        )
+    return out
+
+
+@dataclass
+class Explainer:
+    """Plans one model read-only over `chain`'s executor and says what it found."""
+
+    chain: ChainMaintainer
+    out: list[str]
+
+    @property
+    def _default_db(self) -> str:
+        return self.chain.target.schema.lower()
+
+    def _say(self, line: str, depth: int = 1) -> None:
+        self.out.append("  " * depth + line)
+
+    def _rows(self, state: str) -> int | None:
+        """The state's data rows (None: no such table). Counted, not read from the snapshot
+        summary: a merge-on-read state's `total-records` still counts deleted rows."""
+        try:
+            found = self.chain.executor.fetch(
+                f"SELECT count(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
+            )
+        except Exception:  # noqa: BLE001 - no state table yet
+            return None
+        return int(found[0][0])
+
+    def _state(self, title: str, maintainer: Maintainer, the_plan: Plan | None) -> None:
+        """One state: its table's rows, its inputs' watermarks, its operators."""
+        target: Target = maintainer.target
+        rows = self._rows(target.state)
+        size = "not built yet" if rows is None else f"{rows} state rows"
+        self._say(f"{title} {target.state}: {size}")
+        meta = maintainer._meta() if rows is not None else None
+        if meta is not None:
+            relations = sorted(meta.get("watermarks", {}))
+            heads = maintainer._heads(relations)
+            for relation in relations:
+                seen, now = meta["watermarks"].get(relation), heads[relation].snapshot
+                where = (
+                    "current (no change waiting)"
+                    if seen == now
+                    else f"now {now} (changed since the last run)"
+                )
+                self._say(f"input {relation}: snapshot {seen} reflected, {where}", 2)
+        if the_plan is None:
+            self._say("planned at its first run, once the states it reads exist", 2)
+            return
+        for line in plan_lines(the_plan):
+            self._say(line, 2)
+
+    def _planned(self, maintainer: Maintainer) -> Plan | None:
+        try:
+            return maintainer._plan(self._default_db)
+        except UnsupportedQueryError:
+            raise
+        except IvmError:
+            return None  # an input state does not exist yet
+
+    def _flat(self) -> None:
+        chain = self.chain
+        top = chain._maintainer()
+        the_plan = self._planned(top)
+        self._state("state", top, the_plan)
+        if the_plan is None:
+            return
+        found = aux_state.split(the_plan)
+        kept = f"not kept (ivm_aux_states={chain.mode})"
+        if isinstance(found, str):
+            self._say(f"auxiliary state: {kept}; not possible: {found}", 2)
+        else:
+            self._say(
+                f"auxiliary state: {kept}; possible: {aux_state.describe(found, None, None)}", 2
+            )
+
+    def _with_aux(self, props: dict[str, str]) -> None:
+        chain = self.chain
+        aux = chain._maintainer(
+            model=f"{chain.model}__ivm_aux",
+            compiled_sql=props[AUX_SQL],
+            target=aux_target(chain.target),
+            existing="view",
+        )
+        self._state(
+            "auxiliary state (the facts pre-aggregated by join key)", aux, self._planned(aux)
+        )
+        top = chain._maintainer(compiled_sql=props[TOP_SQL])
+        self._state("state (over the auxiliary state and the dimension)", top, self._planned(top))
+
+    def _staged(self) -> None:
+        chain = self.chain
+        tree = chain.stage_tree()
+        index = 0
+        while (sub := stages.innermost(tree)) is not None:
+            target = stages.stage_target(chain.target, index)
+            stage = chain._maintainer(
+                model=f"{chain.model}__ivm_s{index}", compiled_sql=sql(sub.this),
+                target=target, existing="view",
+            )  # fmt: skip
+            the_plan = self._planned(stage)
+            self._state(f"sub-query state s{index}", stage, the_plan)
+            if the_plan is None:
+                return
+            stages.read_state(sub, render.view_select(the_plan, target.state))
+            index += 1
+        top = chain._maintainer(compiled_sql=sql(tree))
+        self._state("state (over its sub-query states)", top, self._planned(top))
+
+    def explain(self, given_sql: str | None) -> list[str]:
+        chain = self.chain
+        props = chain._properties(chain.target.view) or {}
+        recorded = props.get("ivm.sql")
+        user_sql = given_sql or recorded
+        head = f"ivm model '{chain.model}' ({chain.target.view})"
+        if not user_sql:
+            raise IvmError(
+                f"{head} has not been built: run `dbt run -s {chain.model}` first, or pass the "
+                "SELECT to explain as `sql`."
+            )
+        chain.compiled_sql = user_sql
+        if given_sql:
+            self.out.append(f"{head}: the SELECT given")
+        elif FALLBACK in props:
+            self.out.append(
+                f"{head}: rebuilt in full every run (ivm_unsupported='rebuild'); "
+                "what maintaining it would need:"
+            )
+        else:
+            self.out.append(f"{head}: a view over its state table")
+        try:
+            chain._read_views(props)
+            for view, digest in sorted(chain.view_digests.items()):
+                self._say(f"reads view {view} through its query (definition {digest[:12]})")
+            for relation, copy in sorted(chain._copy_bases(sync=False).items()):
+                self._say(
+                    f"reads {relation} (no snapshots) through its copy {copy}: the next run "
+                    "compares the two and captures the difference (snapshot diff)"
+                )
+            chain.split_top()
+            if chain.top is not None and chain.top.suffix:
+                self._say(f"keeps the unlimited result; its view applies{chain.top.suffix}")
+            if stages.needed(chain.compiled_sql):
+                self._staged()
+            elif AUX_SQL in props and TOP_SQL in props and not given_sql:
+                self._with_aux(props)
+            else:
+                self._flat()
+        except UnsupportedQueryError as e:
+            self._say(f"refused: {e.construct}" + (f": {e.fragment}" if e.fragment else ""))
+            self._say(str(e))
+        if int(props.get(STAGES, "0") or 0) and not given_sql:
+            self._say(f"keeps {props[STAGES]} sub-query state(s)")
+        return self.out
+
+
+def explain(chain: ChainMaintainer, given_sql: str | None = None) -> list[str]:
+    """The lines `ivm_explain` prints for the model `chain` names."""
+    return Explainer(chain, []).explain(given_sql)

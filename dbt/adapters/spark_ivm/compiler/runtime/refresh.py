@@ -1,0 +1,372 @@
+"""refresh: build or incrementally refresh one ivm model, speaking only SQL to an executor.
+
+Storage. The model's relation is a view over the data rows of its state table
+(`<model>__ivm_state`, Iceberg, merge-on-read). The state table also holds one metadata row
+(`__ivm_row__ = 1`) whose JSON records the hash of the model SQL and, per base table, the
+snapshot id the state reflects (its watermark).
+
+Atomicity. Everything a refresh computes before its commit goes to scratch relations (logs,
+the delta, recomputed groups: cached session views, see `render.create_scratch_sql`). The
+commit is ONE MERGE INTO the state table that applies the delta and advances the metadata
+row's watermarks together: one Iceberg commit, so readers of the view see the old state or
+the new one, never a mix, and a failure at any earlier point leaves state and watermarks as
+they were; the next run recomputes the scratch relations from the same watermarks. No delta
+is applied twice and none is skipped.
+
+(The view itself is never replaced by a refresh: with Iceberg's Hive-backed SparkSessionCatalog
+`CREATE OR REPLACE VIEW` keeps the old view text, so a view is only dropped and created by a
+full build.)
+
+Steps of a refresh: pin snapshots -> write logs -> delta table -> recompute -> commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.capture import delta_log
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
+from dbt.adapters.spark_ivm.compiler.operators import union, window
+from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
+from dbt.adapters.spark_ivm.compiler.optimize import factored
+from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables
+from dbt.adapters.spark_ivm.compiler.runtime.commit import FAIL_ENV, STEPS, CommitWriter
+from dbt.adapters.spark_ivm.compiler.runtime.facts import (
+    FORMAT_VERSION,
+    Head,
+    ScratchWriter,
+)
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+
+__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Outcome", "StateRows", "sql_hash"]
+
+
+@dataclass(frozen=True)
+class StateRows:
+    """Rows of the model's own state a run wrote: a build inserts every row; a refresh's
+    MERGE inserts, updates and deletes (a window refresh rewrites its partitions' rows)."""
+
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    @property
+    def affected(self) -> int:
+        return self.inserted + self.updated + self.deleted
+
+
+@dataclass
+class Outcome:
+    """What the materialization commits and reports."""
+
+    mode: str
+    reason: str
+    main_sql: str
+    summary: str
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    # None: not known (a table rebuilt by `ivm_unsupported='rebuild'`)
+    rows: StateRows | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Did the run write the relation's rows (a refresh that found nothing to apply
+        did not)?"""
+        return self.mode != "refresh" or self.rows is None or self.rows.affected > 0
+
+
+def sql_hash(compiled_sql: str) -> str:
+    return hashlib.sha256(f"{FORMAT_VERSION}\n{compiled_sql.strip()}".encode()).hexdigest()[:16]
+
+
+@dataclass(kw_only=True)
+class Maintainer(CommitWriter):
+    """Builds or refreshes one model. Decisions are pure; SQL goes through `executor`."""
+
+    existing: str | None  # None, "view" or "table": what the relation is now
+    full_refresh: bool = False
+    # The model's own SQL where `compiled_sql` is a rewrite of it (`chain.py`): the view's
+    # `ivm.sql`, which `ivm_consistent` compares the relation with.
+    user_sql: str | None = None
+    view_properties: dict[str, str] = field(default_factory=dict)  # more view properties
+    rebuild_because: str | None = None  # the model's plan changed (`chain.py`): rebuild
+    # Why the SQL differs from the state's when a view it reads changed (`views.py`).
+    sql_changed_because: str | None = None
+    # An auxiliary state (`chain.py`): keep the scratch relations after the run (the caller
+    # releases them; `changed_keys` says where the changed state keys are).
+    keep_scratch: bool = False
+    # The model's ORDER BY .. LIMIT (`top_k.py`): its view applies it to the state's rows.
+    top: TopK | None = None
+    committed: bool = False  # this run's refresh committed to the state table
+    last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
+
+    # -- the two modes --------------------------------------------------------------------
+    def run(self) -> Outcome:
+        default_db = self.target.schema.lower()
+        digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
+        meta = self._meta() if self.existing == "view" and not self.full_refresh else None
+        heads: dict[str, Head] | None = None
+        facts: dict | None = None
+        if meta is not None and self._same_model(meta, digest, default_db):
+            try:
+                heads = self._heads(list(meta["watermarks"]))
+            except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
+                heads = None
+            self._checkpoint("capture")
+        if meta is not None and heads is not None:
+            if all(
+                (meta["bases"].get(r) or {}).get("metadata") == h.metadata for r, h in heads.items()
+            ):
+                # No base table's metadata file moved: nothing can have changed, and the
+                # model need not even be planned (one metadata query for all bases).
+                return self._unchanged(heads)
+            facts = self._recorded_facts(meta, heads)
+        the_plan = self._plan(default_db, facts)
+        self.last_plan = the_plan
+        for note in the_plan.query.notes:
+            self.log(f"ivm model '{self.model}': {note}")
+        reason = self._rebuild_reason(meta, digest, the_plan)
+        if reason is None:
+            assert meta is not None
+            try:
+                outcome = self._refresh(the_plan, meta, digest, heads)
+            finally:
+                self._drop_scratch()
+            if isinstance(outcome, Outcome):
+                return outcome
+            reason = outcome
+        return self._build(the_plan, digest, reason)
+
+    def _unchanged(self, heads: dict[str, Head]) -> Outcome:
+        changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
+        return Outcome(
+            mode="refresh",
+            reason="incremental",
+            main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
+            summary=f"no MERGE: no base table changed ({changes})",
+            timings=self.timings,
+            rows=StateRows(),
+        )
+
+    def _drop_scratch(self) -> None:
+        """Release the refresh's cached views (also after a failure: they hold memory)."""
+        if self.keep_scratch:
+            return  # the caller reads the delta table first (`release_scratch`)
+        while self.scratch:
+            view = self.scratch.pop()
+            try:
+                if isinstance(self.executor, ScratchWriter):
+                    drop = partial(self.executor.drop_scratch_view, view)
+                    if self._timed("drop scratch", drop):
+                        continue
+                self._run("drop scratch", render.drop_scratch_sql(view))
+            except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
+                self.warn(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
+
+    def release_scratch(self) -> None:
+        """Drop the scratch relations a run with `keep_scratch` left."""
+        self.keep_scratch = False
+        self._drop_scratch()
+
+    def _rebuild_reason(self, meta: dict | None, digest: str, the_plan: Plan) -> str | None:
+        if self.existing is None:
+            return "first run"
+        if self.full_refresh:
+            return "--full-refresh"
+        if self.rebuild_because is not None:
+            return self.rebuild_because
+        if meta is None and self.found_format not in (None, FORMAT_VERSION):
+            return (
+                f"its state was built in format {self.found_format} by another version of "
+                f"dbt-spark-ivm (this one keeps format {FORMAT_VERSION})"
+            )
+        if meta is None:
+            return f"the existing {self.existing} {self.target.view} has no ivm state"
+        if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
+            return self.sql_changed_because or "the model SQL changed since its state was built"
+        if sorted(meta.get("watermarks", {})) != sorted(the_plan.query.relations):
+            return "the model's base relations changed"
+        outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]
+        if meta.get("outputs") != outputs:
+            return f"the model's result columns changed: {meta.get('outputs')} -> {outputs}"
+        return None
+
+    def _pin(self, relations: Sequence[str]) -> dict[str, Head]:
+        heads = self._heads(relations)
+        self._checkpoint("capture")
+        return heads
+
+    @staticmethod
+    def _meta_json(digest: str, the_plan: Plan, heads: dict[str, Head], bases: dict) -> str:
+        return json.dumps(
+            {
+                "sql_hash": digest,
+                "watermarks": {r: h.snapshot for r, h in heads.items()},
+                "bases": bases,
+                "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
+                "facts": {
+                    "schemas": {
+                        r: [list(c) for c in the_plan.query.columns_of(r)]
+                        for r in the_plan.query.relations
+                    },
+                    "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
+                    "arg_types": the_plan.arg_types,
+                },
+            },
+            sort_keys=True,
+        )
+
+    def _build(self, the_plan: Plan, digest: str, reason: str) -> Outcome:
+        self.log(f"ivm model '{self.model}': full build ({reason})")
+        heads = self._pin(the_plan.query.relations)
+        read = the_plan.query.columns_read()
+        bases = {
+            r: base_tables.fingerprint(self._metadata(r, head), read[r], head.snapshot)
+            for r, head in heads.items()
+        }
+        pinned = {r: h.snapshot for r, h in heads.items()}
+        state = self.target.state
+        live = frozenset(r for r, b in bases.items() if b["live"])
+        versions = render.Versions(old={}, new=pinned, logs={}, live=live)
+        meta = self._meta_json(digest, the_plan, heads, bases)
+        renderers = [
+            TermRenderer(q, render.leaf_at(q, versions))
+            for q in [b.query for b in the_plan.branches] or [the_plan.query]
+        ]
+        if the_plan.branches:
+            select = union.initial_select(the_plan, renderers, meta)
+        elif the_plan.shape is Shape.WINDOW:
+            select = window.initial_select(the_plan, renderers[0], meta)
+        else:
+            select = render.initial_state_select(the_plan, renderers[0], meta)
+        for statement in render.create_state_sql(state, select):
+            self._run("build state", statement)
+        if self.publish:
+            for statement in delta_log.create_sql(state):
+                self._run("delta log", statement)
+        try:
+            self._check_unmoved(heads, live)
+        except BaseRelationError:
+            # Its rows may hold a later commit than its watermarks say: never refresh it.
+            self._run("build state", render.drop_state_sql(state))
+            raise
+        rows = self._state_rows()
+        props = {
+            "ivm.format": FORMAT_VERSION,
+            "ivm.sql_hash": digest,
+            "ivm.state_table": state,
+            "ivm.sql": (self.user_sql or self.compiled_sql).strip(),
+            **self.view_properties,
+        }
+        prop_sql = ", ".join(
+            f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
+        )
+        main_sql = (
+            f"CREATE VIEW {sql(table(self.target.view))} TBLPROPERTIES ({prop_sql}) AS "
+            f"{self._view_select(the_plan, state)}"
+        )
+        return Outcome(
+            mode="build",
+            reason=reason,
+            main_sql=main_sql,
+            summary=f"built ({reason}): {rows} state rows",
+            timings=self.timings,
+            rows=StateRows(inserted=rows),
+        )
+
+    def _view_select(self, the_plan: Plan, state: str) -> str:
+        view = render.view_select(the_plan, state)
+        return self.top.limited(view) if self.top is not None else view
+
+    def _refresh(
+        self, the_plan: Plan, meta: dict, digest: str, heads: dict[str, Head] | None
+    ) -> Outcome | str:
+        """The incremental refresh, or the reason it cannot be done (then: rebuild)."""
+        query = the_plan.query
+        state = self.target.state
+        watermarks: dict[str, int | None] = meta["watermarks"]
+        if heads is None:
+            heads = self._pin(query.relations)
+        pinned = {r: h.snapshot for r, h in heads.items()}
+        checked = self._check_bases(query, meta, heads)
+        if isinstance(checked, str):
+            return checked
+        metadata, bases = checked
+        captured = self._capture(query, watermarks, pinned, metadata)
+        if isinstance(captured, str):
+            return captured
+        logs, counts = captured
+        self._checkpoint("logs")
+        changes = ", ".join(
+            f"{r}: {n} delta rows" + (f" ({self.captured[r]})" if r in self.captured else "")
+            for r, n in counts.items()
+        )
+        new_meta = self._meta_json(digest, the_plan, heads, bases)
+
+        inserted = updated = deleted = recomputed = partitions = rows = 0
+        commit: str | None = None
+        live = frozenset(r for r, b in bases.items() if b.get("live"))
+        if logs:
+            versions = render.Versions(old=watermarks, new=pinned, logs=logs, live=live)
+            branches = [b.query for b in the_plan.branches] or [query]
+            renderers = [
+                TermRenderer(q, render.leaf_at(q, versions), versions.changed(q)) for q in branches
+            ]
+            ranges = [self._key_ranges(q, logs, counts) for q in branches]
+            renderer = renderers[0]
+            if the_plan.branches:
+                compacted = union.compacted_select(the_plan, renderers, ranges)
+            else:
+                compacted = render.compacted_delta_select(the_plan, renderer, ranges[0])
+            assert compacted is not None
+            for n, bracket in enumerate(factored.brackets(compacted)):
+                name = self.target.bracket(n)
+                self._compute_scratch("bracket", name, bracket.this)
+                rows = self._count_rows("bracket", name)
+                factored.with_bracket_read_from(bracket, table(name), rows)
+            if the_plan.shape is Shape.WINDOW:
+                commit, partitions, rows = self._window_commit(
+                    the_plan, renderer, compacted, new_meta
+                )
+            else:
+                commit, counted = self._delta_commit(the_plan, renderer, compacted, new_meta)
+                inserted, updated, deleted, recomputed = counted
+            self.data_changed = commit is not None  # a MERGE (else: only the metadata row)
+        if commit is None and new_meta != json.dumps(meta["recorded"], sort_keys=True):
+            commit = render.advance_meta_sql(state, new_meta)
+        if commit is not None:
+            self._check_unmoved(heads, live)
+            before = self._heads([state])[state].snapshot if self.publish else None
+            self._run("commit", commit)
+            self.committed = True
+            self._checkpoint("commit")
+            if self.publish:
+                self._publish(before)
+            self._upkeep()
+        if partitions:
+            summary = (
+                f"refreshed ({changes}); {partitions} window partitions recomputed into {rows} rows"
+            )
+        elif inserted or updated or deleted:
+            summary = f"refreshed ({changes}); state rows +{inserted} ~{updated} -{deleted}" + (
+                f", {recomputed} groups recomputed" if recomputed else ""
+            )
+        else:
+            why = "no base table changed" if not logs else "the changes do not affect the view"
+            summary = f"no MERGE: {why} ({changes})"
+        return Outcome(
+            mode="refresh",
+            reason="incremental",
+            main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
+            summary=summary,
+            timings=self.timings,
+            rows=StateRows(inserted + (rows if partitions else 0), updated, deleted),
+        )

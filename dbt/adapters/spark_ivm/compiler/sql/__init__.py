@@ -1,0 +1,1 @@
+"""sql: SQL building blocks shared by every layer (templates filled with ASTs, the equality test's SQL)."""
