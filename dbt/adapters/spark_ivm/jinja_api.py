@@ -230,7 +230,7 @@ class IvmJinjaApi:
             for label, seconds in outcome.timings:
                 logger.info(f"ivm model '{model_name}': {seconds:7.3f}s {label}")
         return {
-            "mode": outcome.mode,
+            "mode": outcome.mode.value,
             "reason": outcome.reason,
             "main_sql": outcome.main_sql,
             "summary": outcome.summary,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
 
 #: What a run did, as `mode` says it.
 MODES = ("build", "refresh", "no change", "rebuild")
@@ -38,17 +38,17 @@ class IvmAdapterResponse(AdapterResponse):
 def mode_of(outcome: Outcome) -> str:
     """The run's mode as a user reads it.
 
-    >>> from dbt.adapters.spark_ivm.compiler.runtime.refresh import StateRows
+    >>> from dbt.adapters.spark_ivm.compiler.runtime.outcome import StateRows
     >>> def run(mode, reason, rows):
     ...     return mode_of(Outcome(mode, reason, "", "", rows=rows))
-    >>> run("build", "first run", StateRows(5)), run("build", "--full-refresh", StateRows(5))
+    >>> run(Mode.BUILD, FIRST_RUN, StateRows(5)), run(Mode.BUILD, "--full-refresh", StateRows(5))
     ('build', 'rebuild')
-    >>> run("refresh", "incremental", StateRows()), run("refresh", "incremental", StateRows(1))
+    >>> run(Mode.REFRESH, "incremental", StateRows()), run(Mode.REFRESH, "incremental", StateRows(1))
     ('no change', 'refresh')
     """
-    if outcome.mode == "build":
-        return "build" if outcome.reason == "first run" else "rebuild"
-    if outcome.mode == "refresh":
+    if outcome.mode is Mode.BUILD:
+        return "build" if outcome.reason == FIRST_RUN else "rebuild"
+    if outcome.mode is Mode.REFRESH:
         return "refresh" if outcome.changed else "no change"
     return "rebuild"
 

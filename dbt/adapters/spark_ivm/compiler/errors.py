@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 def fragment(node: object, limit: int = 120) -> str:
     """A sqlglot node's Spark SQL, cut to `limit` characters: the part an error quotes."""
     text = node.sql(dialect="spark")  # type: ignore[attr-defined]
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a rule or a path does not apply, as a value: the caller takes another path (a
+    version diff instead of a delta log, no auxiliary state) or rebuilds, and says why.
+
+    >>> found = Refusal("the window touched more than 400 files")
+    >>> f"version diff ({found})"
+    'version diff (the window touched more than 400 files)'
+    """
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 class IvmError(Exception):

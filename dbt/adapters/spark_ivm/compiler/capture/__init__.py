@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from dbt.adapters.spark_ivm.compiler.errors import Refusal
+
 CATALOG = "spark_catalog"
 
 
@@ -65,7 +67,7 @@ def lineage(
 
 def choose_method(
     snapshots: Mapping[int, Snapshot], old: int | None, new: int | None
-) -> CaptureMethod | str:
+) -> CaptureMethod | Refusal:
     """How to read the change old -> new, or why it cannot be read (then: rebuild).
 
     * old == new, or only `replace` snapshots (compactions: the same rows in other files)
@@ -78,9 +80,9 @@ def choose_method(
     if old == new:
         return CaptureMethod.NONE
     if old is not None and old not in snapshots:
-        return f"its snapshot {old} that the state reflects was expired"
+        return Refusal(f"its snapshot {old} that the state reflects was expired")
     if new is None:
-        return "its rows were removed with their snapshots (the table has no snapshot now)"
+        return Refusal("its rows were removed with their snapshots (the table has no snapshot now)")
     chain = lineage(snapshots, old, new)
     if chain is None:
         return CaptureMethod.VERSION_DIFF

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 #: Iceberg's field id of a position delete file's `file_path` column.
@@ -94,12 +95,12 @@ def entries_sql(relation: str, snapshot_ids: Sequence[int]) -> str:
     )
 
 
-def touched(rows: Sequence[tuple], columns: Collection[str]) -> Touched | str:
+def touched(rows: Sequence[tuple], columns: Collection[str]) -> Touched | Refusal:
     """The touched files from `entries_sql`'s rows, or why both versions are read whole.
 
     `columns`: the table's column names (a column named `_file` would hide Iceberg's)."""
     if any(c.lower() == FILE for c in columns):
-        return f"the table has a column named {FILE}"
+        return Refusal(f"the table has a column named {FILE}")
     removed: set[str] = set()
     added: set[str] = set()
     ranges: set[tuple[str, str]] = set()
@@ -108,10 +109,12 @@ def touched(rows: Sequence[tuple], columns: Collection[str]) -> Touched | str:
             (added if int(status) == 1 else removed).add(str(path))
         elif int(content) == 1:
             if low is None or high is None:
-                return f"position delete file {path} has no bounds on the paths it points at"
+                return Refusal(
+                    f"position delete file {path} has no bounds on the paths it points at"
+                )
             ranges.add((str(low), str(high)))
         else:
-            return "the window has equality delete files (they apply to every older file)"
+            return Refusal("the window has equality delete files (they apply to every older file)")
     if max(len(removed), len(added), len(ranges)) > MAX_LISTED:
-        return f"the window touched more than {MAX_LISTED} files"
+        return Refusal(f"the window touched more than {MAX_LISTED} files")
     return Touched(tuple(sorted(removed)), tuple(sorted(added)), tuple(sorted(ranges)))

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.ir import AggKind, JoinKind
 from dbt.adapters.spark_ivm.compiler.operators.aggregates.rule import decimal_type
 from dbt.adapters.spark_ivm.compiler.plan import Plan
@@ -91,21 +92,21 @@ def exact_sum_type(arg_type: str | None) -> str | None:
     return f"decimal({dec[0] + 10},{dec[1]})"
 
 
-def split(the_plan: Plan) -> AuxSplit | str:
+def split(the_plan: Plan) -> AuxSplit | Refusal:
     """The auxiliary split of a planned model, or the reason there is none."""
     query = the_plan.query
     if not query.is_aggregate or query.distinct:
-        return "not an aggregate"
+        return Refusal("not an aggregate")
     if len(query.inputs) < 2 or any(s.kind is not JoinKind.INNER for s in query.steps):
-        return "not an aggregate over inner joins"
+        return Refusal("not an aggregate over inner joins")
     if query.weights:
         # its SQL would read the state table, not the repeated rows of its view
-        return "an input is a state of repeated rows"
+        return Refusal("an input is a state of repeated rows")
     dim = query.inputs[-1]
     facts = query.inputs[:-1]
     fact_aliases = {f.alias for f in facts}
     if dim.relation in {f.relation for f in facts}:
-        return f"{dim.relation} is also a fact input"
+        return Refusal(f"{dim.relation} is also a fact input")
 
     fact_where: list[exp.Expression] = []
     dim_where: list[exp.Expression] = []
@@ -116,7 +117,7 @@ def split(the_plan: Plan) -> AuxSplit | str:
             continue
         used = aliases(conjunct)
         if conjunct.find(exp.Subquery, exp.Exists):
-            return "a sub-query in a condition"
+            return Refusal("a sub-query in a condition")
         if used <= fact_aliases and used:
             fact_where.append(conjunct)
         elif used <= {dim.alias}:
@@ -131,11 +132,11 @@ def split(the_plan: Plan) -> AuxSplit | str:
                 fact_keys.append(b)
                 dim_keys.append(a)
             else:
-                return f"a join condition mixing both sides: {sql(conjunct)}"
+                return Refusal(f"a join condition mixing both sides: {sql(conjunct)}")
         else:
-            return f"a condition mixing {dim.alias} and the facts: {sql(conjunct)}"
+            return Refusal(f"a condition mixing {dim.alias} and the facts: {sql(conjunct)}")
     if not fact_keys:
-        return f"no equality joins {dim.alias} to the facts"
+        return Refusal(f"no equality joins {dim.alias} to the facts")
 
     group_cols: list[exp.Expression] = []  # A's fact-side group keys
     key_map: dict[exp.Expression, exp.Expression] = {}
@@ -146,19 +147,21 @@ def split(the_plan: Plan) -> AuxSplit | str:
                 key_map[key] = col(f"aux_g{len(group_cols)}", AUX_ALIAS)
                 group_cols.append(key)
         elif used and not used <= {dim.alias}:
-            return f"a group key mixing both sides: {sql(key)}"
+            return Refusal(f"a group key mixing both sides: {sql(key)}")
 
     partials: list[exp.Expression] = []
     call_map: dict[exp.Expression, exp.Expression] = {}
     for i, agg in enumerate(query.aggregates):
         combine = _COMBINE.get(agg.kind)
         if combine is None or agg.call.find(exp.Distinct):
-            return f"the aggregate {sql(agg.call)} has no partial form"
+            return Refusal(f"the aggregate {sql(agg.call)} has no partial form")
         if agg.arg is not None and not (aliases(agg.arg) and aliases(agg.arg) <= fact_aliases):
-            return f"the aggregate {sql(agg.call)} reads {dim.alias}"
+            return Refusal(f"the aggregate {sql(agg.call)} reads {dim.alias}")
         sum_type = exact_sum_type(the_plan.arg_types[i]) if agg.kind is AggKind.SUM else None
         if agg.kind is AggKind.SUM and sum_type is None:
-            return f"the sum {sql(agg.call)} of {the_plan.arg_types[i]} is not exact in parts"
+            return Refusal(
+                f"the sum {sql(agg.call)} of {the_plan.arg_types[i]} is not exact in parts"
+            )
         name = f"aux_x{len(partials)}"
         partials.append(exp.alias_(agg.call.copy(), name))
         combined: exp.Expression = exp.func(combine, col(name, AUX_ALIAS))
@@ -234,7 +237,7 @@ def split(the_plan: Plan) -> AuxSplit | str:
         if c.table in fact_aliases
     ]
     if stray:
-        return f"a fact column outside the group keys and aggregates: {sql(stray[0])}"
+        return Refusal(f"a fact column outside the group keys and aggregates: {sql(stray[0])}")
     return AuxSplit(
         aux_sql=sql(aux),
         dimension=dim.relation,

@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
-from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import Refusal, UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
@@ -46,7 +46,8 @@ from dbt.adapters.spark_ivm.compiler.runtime.facts import (
     table_properties,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, Outcome, sql_hash
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -184,7 +185,7 @@ class ChainMaintainer:
             found = self._properties(copy)
             digest = snapshot_diff.schema_digest(columns)
             if found is None or found.get(snapshot_diff.SOURCE_SCHEMA) != digest:
-                why = "first run" if found is None else "its columns changed"
+                why = FIRST_RUN if found is None else "its columns changed"
                 for statement in snapshot_diff.create_copy_sql(relation, copy, columns):
                     self.executor.execute(statement)
                 self.known.pop(copy, None)
@@ -267,19 +268,19 @@ class ChainMaintainer:
         split = (
             aux_state.split(self._maintainer()._plan(self.target.schema.lower()))
             if self.mode != "never"
-            else "ivm_aux_states=never"
+            else Refusal("ivm_aux_states=never")
         )
         dim_rows = fact_rows = None
-        possible = not isinstance(split, str)
-        if not isinstance(split, str):
+        possible = not isinstance(split, Refusal)
+        if not isinstance(split, Refusal):
             sizes = self._rows([split.dimension, *split.facts])
             dim_rows = sizes.get(split.dimension)
             fact_rows = max((sizes.get(f) or 0 for f in split.facts), default=0) or None
             if self.mode == "auto" and not aux_state.choose(dim_rows, fact_rows):
-                split = (
+                split = Refusal(
                     f"the facts ({fact_rows} rows) are not 10x {split.dimension} ({dim_rows} rows)"
                 )
-        if isinstance(split, str):
+        if isinstance(split, Refusal):
             if self.mode == "always" or possible:
                 self.log(f"ivm model '{self.model}': no aux state: {split}")
             if had_aux:
@@ -315,7 +316,7 @@ class ChainMaintainer:
         )
         try:
             first = aux.run()
-            if first.mode == "build":
+            if first.mode is Mode.BUILD:
                 if exists:
                     self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                 self.executor.execute(first.main_sql)
@@ -323,7 +324,7 @@ class ChainMaintainer:
             # read so only where A's commit is the one change since the model's watermark
             # of A's state (`Handoff.covers`).
             handoff = {}
-            if first.mode == "refresh" and aux.committed:
+            if first.mode is Mode.REFRESH and aux.committed:
                 handoff[target.state] = Handoff(keys=aux.changed_keys)
             top = self._maintainer(
                 compiled_sql=top_sql,
@@ -413,7 +414,7 @@ class ChainMaintainer:
                 )
                 done.append(stage)
                 first = stage.run()
-                if first.mode == "build":
+                if first.mode is Mode.BUILD:
                     if exists:
                         self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                     self.executor.execute(first.main_sql)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.errors import IvmError, UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import IvmError, Refusal, UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
@@ -208,7 +208,7 @@ class Explainer:
             return
         found = aux_state.split(the_plan)
         kept = f"not kept (ivm_aux_states={chain.mode})"
-        if isinstance(found, str):
+        if isinstance(found, Refusal):
             self._say(f"auxiliary state: {kept}; not possible: {found}", 2)
         else:
             self._say(

@@ -23,6 +23,7 @@ from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import keep_from_env
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 T = TypeVar("T")
@@ -436,9 +437,10 @@ class FactsReader:
 
     def _check_bases(
         self, query: Query, meta: dict, heads: dict[str, Head]
-    ) -> tuple[dict[str, base_tables.TableMetadata], dict] | str:
+    ) -> tuple[dict[str, base_tables.TableMetadata], dict]:
         """The current metadata of every base table whose metadata file changed, and what
-        the next state records of each; or why the state cannot be trusted (`base_tables`)."""
+        the next state records of each; `Rebuild` when the state cannot be trusted
+        (`base_tables`)."""
         read = query.columns_read()
         recorded: dict = meta.get("bases", {})
         changed: dict[str, base_tables.TableMetadata] = {}
@@ -446,17 +448,17 @@ class FactsReader:
         for relation, head in heads.items():
             before = recorded.get(relation)
             if before is None:
-                return f"the state has no record of base table {relation}"
+                raise Rebuild(f"the state has no record of base table {relation}")
             if before.get("metadata") == head.metadata:
                 bases[relation] = before
                 continue
             try:
                 now = self._metadata(relation, head)
             except BaseRelationError as e:  # rebuild, and say why
-                return str(e)
+                raise Rebuild(str(e)) from e
             reason = base_tables.untrusted(relation, before, now, read[relation])
             if reason is not None:
-                return reason
+                raise Rebuild(reason)
             changed[relation] = now
             bases[relation] = base_tables.fingerprint(now, read[relation], head.snapshot)
         return changed, bases

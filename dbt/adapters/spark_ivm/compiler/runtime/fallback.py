@@ -28,7 +28,7 @@ from dbt.adapters.spark_ivm.compiler.errors import (
 )
 from dbt.adapters.spark_ivm.compiler.runtime.chain import aux_target, drop_stages, drop_state
 from dbt.adapters.spark_ivm.compiler.runtime.facts import Executor, Target, table_properties
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -79,5 +79,5 @@ def rebuild(
     )
     reason = f"{construct} is not maintained incrementally (ivm_unsupported='rebuild')"
     return Outcome(
-        mode="rebuild", reason=reason, main_sql=main_sql, summary=f"rebuilt in full: {reason}"
+        mode=Mode.REBUILD, reason=reason, main_sql=main_sql, summary=f"rebuilt in full: {reason}"
     )

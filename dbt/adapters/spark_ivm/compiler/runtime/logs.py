@@ -27,6 +27,7 @@ from dbt.adapters.spark_ivm.compiler.capture import (
     version_diff,
     weights,
 )
+from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.optimize import pruning
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables
@@ -37,6 +38,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.facts import (
     MetadataReader,
     ScratchWriter,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 # Key values are collected into the driver (for pruning) only from logs up to this size.
@@ -90,9 +92,9 @@ class LogWriter(FactsReader):
         watermarks: dict[str, int | None],
         pinned: dict[str, int | None],
         metadata: dict[str, base_tables.TableMetadata],
-    ) -> tuple[dict[str, str], dict[str, int]] | str:
-        """Write one compacted log per changed base relation; a rebuild reason when a base
-        table's change since the watermark cannot be read (`capture.choose_method`)."""
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        """Write one compacted log per changed base relation; `Rebuild` when a base table's
+        change since the watermark cannot be read (`capture.choose_method`)."""
         logs: dict[str, str] = {}
         counts: dict[str, int] = {}
         read = query.columns_read()
@@ -103,13 +105,13 @@ class LogWriter(FactsReader):
             if old == new:
                 continue
             if any(metadata[relation].stale(snap, read[relation]) for snap in (old, new)):
-                return (
+                raise Rebuild(
                     f"base table {relation} changed, and its snapshots carry an older schema "
                     "than the table (a column the model reads was renamed after a commit)"
                 )
             method = capture.choose_method(metadata[relation].snapshots, old, new)
-            if not isinstance(method, capture.CaptureMethod):
-                return f"the change of base table {relation} cannot be read: {method}"
+            if isinstance(method, Refusal):
+                raise Rebuild(f"the change of base table {relation} cannot be read: {method}")
             if method is capture.CaptureMethod.NONE or new is None:
                 continue
             columns = read[relation]
@@ -195,7 +197,7 @@ class LogWriter(FactsReader):
             except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
                 return None
         found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
-        return found if isinstance(found, touched_files.Touched) else None
+        return None if isinstance(found, Refusal) else found
 
     def _file_scans(
         self, relation: str, index: int, old: int | None, new: int, touched: touched_files.Touched
@@ -225,21 +227,21 @@ class LogWriter(FactsReader):
 
     def _logged_commits(
         self, state: str, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int
-    ) -> list[int] | str:
+    ) -> list[int] | Refusal:
         """The commits to an upstream ivm model's state from `old` to `new` when its delta log
         holds every one of them (`capture/delta_log.py`), else why not (then: version diff)."""
         chain = capture.lineage(snapshots, old, new)
         if chain is None:
-            return "its state is not a descendant of the version this model read"
+            return Refusal("its state is not a descendant of the version this model read")
         commits = [s.snapshot_id for s in chain if s.operation != "replace"]
         try:
             rows = self._fetch("delta log", delta_log.covered_sql(state, commits))
         except Exception:  # noqa: BLE001 - the upstream keeps no delta log
-            return f"{delta_log.log_of(state)} cannot be read"
+            return Refusal(f"{delta_log.log_of(state)} cannot be read")
         found = {int(r[0]) for r in rows}
         missing = len([c for c in commits if c not in found])
         if missing:
-            return f"{delta_log.log_of(state)} lacks {missing} of {len(commits)} refreshes"
+            return Refusal(f"{delta_log.log_of(state)} lacks {missing} of {len(commits)} refreshes")
         return commits
 
     def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> str:

@@ -45,42 +45,16 @@ from dbt.adapters.spark_ivm.compiler.runtime.facts import (
     Head,
     ScratchWriter,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
+    FIRST_RUN,
+    Mode,
+    Outcome,
+    Rebuild,
+    StateRows,
+)
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
-__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Outcome", "StateRows", "sql_hash"]
-
-
-@dataclass(frozen=True)
-class StateRows:
-    """Rows of the model's own state a run wrote: a build inserts every row; a refresh's
-    MERGE inserts, updates and deletes (a window refresh rewrites its partitions' rows)."""
-
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-
-    @property
-    def affected(self) -> int:
-        return self.inserted + self.updated + self.deleted
-
-
-@dataclass
-class Outcome:
-    """What the materialization commits and reports."""
-
-    mode: str
-    reason: str
-    main_sql: str
-    summary: str
-    timings: list[tuple[str, float]] = field(default_factory=list)
-    # None: not known (a table rebuilt by `ivm_unsupported='rebuild'`)
-    rows: StateRows | None = None
-
-    @property
-    def changed(self) -> bool:
-        """Did the run write the relation's rows (a refresh that found nothing to apply
-        did not)?"""
-        return self.mode != "refresh" or self.rows is None or self.rows.affected > 0
+__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Mode", "Outcome", "Rebuild", "StateRows", "sql_hash"]
 
 
 def sql_hash(compiled_sql: str) -> str:
@@ -137,18 +111,17 @@ class Maintainer(CommitWriter):
         if reason is None:
             assert meta is not None
             try:
-                outcome = self._refresh(the_plan, meta, digest, heads)
+                return self._refresh(the_plan, meta, digest, heads)
+            except Rebuild as rebuild:
+                reason = rebuild.reason
             finally:
                 self._drop_scratch()
-            if isinstance(outcome, Outcome):
-                return outcome
-            reason = outcome
         return self._build(the_plan, digest, reason)
 
     def _unchanged(self, heads: dict[str, Head]) -> Outcome:
         changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
         return Outcome(
-            mode="refresh",
+            mode=Mode.REFRESH,
             reason="incremental",
             main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
             summary=f"no MERGE: no base table changed ({changes})",
@@ -178,7 +151,7 @@ class Maintainer(CommitWriter):
 
     def _rebuild_reason(self, meta: dict | None, digest: str, the_plan: Plan) -> str | None:
         if self.existing is None:
-            return "first run"
+            return FIRST_RUN
         if self.full_refresh:
             return "--full-refresh"
         if self.rebuild_because is not None:
@@ -274,7 +247,7 @@ class Maintainer(CommitWriter):
             f"{self._view_select(the_plan, state)}"
         )
         return Outcome(
-            mode="build",
+            mode=Mode.BUILD,
             reason=reason,
             main_sql=main_sql,
             summary=f"built ({reason}): {rows} state rows",
@@ -288,22 +261,16 @@ class Maintainer(CommitWriter):
 
     def _refresh(
         self, the_plan: Plan, meta: dict, digest: str, heads: dict[str, Head] | None
-    ) -> Outcome | str:
-        """The incremental refresh, or the reason it cannot be done (then: rebuild)."""
+    ) -> Outcome:
+        """The incremental refresh; `Rebuild` with the reason when it cannot be done."""
         query = the_plan.query
         state = self.target.state
         watermarks: dict[str, int | None] = meta["watermarks"]
         if heads is None:
             heads = self._pin(query.relations)
         pinned = {r: h.snapshot for r, h in heads.items()}
-        checked = self._check_bases(query, meta, heads)
-        if isinstance(checked, str):
-            return checked
-        metadata, bases = checked
-        captured = self._capture(query, watermarks, pinned, metadata)
-        if isinstance(captured, str):
-            return captured
-        logs, counts = captured
+        metadata, bases = self._check_bases(query, meta, heads)
+        logs, counts = self._capture(query, watermarks, pinned, metadata)
         self._checkpoint("logs")
         changes = ", ".join(
             f"{r}: {n} delta rows" + (f" ({self.captured[r]})" if r in self.captured else "")
@@ -363,7 +330,7 @@ class Maintainer(CommitWriter):
             why = "no base table changed" if not logs else "the changes do not affect the view"
             summary = f"no MERGE: {why} ({changes})"
         return Outcome(
-            mode="refresh",
+            mode=Mode.REFRESH,
             reason="incremental",
             main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
             summary=summary,

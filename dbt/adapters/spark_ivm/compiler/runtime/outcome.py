@@ -1,0 +1,68 @@
+"""outcome: what a build or refresh of one state ended in, as types.
+
+A run ends in an `Outcome` whose `mode` is a `Mode`; a refresh that finds the state cannot be
+trusted or the change cannot be read raises `Rebuild` with the reason, and the runtime builds
+the state anew and says why (`refresh.Maintainer.run`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+#: The reason of a build that found no state.
+FIRST_RUN = "first run"
+
+
+class Mode(StrEnum):
+    """How a run wrote the model's relation (a string to the Jinja that reads it)."""
+
+    BUILD = "build"  # built from the query (first run, or rebuilt: see `Outcome.reason`)
+    REFRESH = "refresh"  # the change applied to the state
+    REBUILD = "rebuild"  # a table rebuilt in full every run (`ivm_unsupported='rebuild'`)
+
+
+class Rebuild(Exception):
+    """The state cannot be refreshed (a base table's event, an unreadable change): build it
+    anew. `reason` is what the log line and the adapter response say.
+
+    >>> str(Rebuild("the state has no record of base table db.t"))
+    'the state has no record of base table db.t'
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class StateRows:
+    """Rows of the model's own state a run wrote: a build inserts every row; a refresh's
+    MERGE inserts, updates and deletes (a window refresh rewrites its partitions' rows)."""
+
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    @property
+    def affected(self) -> int:
+        return self.inserted + self.updated + self.deleted
+
+
+@dataclass
+class Outcome:
+    """What the materialization commits and reports."""
+
+    mode: Mode
+    reason: str
+    main_sql: str
+    summary: str
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    # None: not known (a table rebuilt by `ivm_unsupported='rebuild'`)
+    rows: StateRows | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Did the run write the relation's rows (a refresh that found nothing to apply
+        did not)?"""
+        return self.mode is not Mode.REFRESH or self.rows is None or self.rows.affected > 0
