@@ -175,10 +175,10 @@ class Explainer:
         self._say(f"{title} {target.state}: {size}")
         meta = maintainer._meta() if rows is not None else None
         if meta is not None:
-            relations = sorted(meta.get("watermarks", {}))
+            relations = sorted(meta.watermarks)
             heads = maintainer._heads(relations)
             for relation in relations:
-                seen, now = meta["watermarks"].get(relation), heads[relation].snapshot
+                seen, now = meta.watermarks.get(relation), heads[relation].snapshot
                 where = (
                     "current (no change waiting)"
                     if seen == now

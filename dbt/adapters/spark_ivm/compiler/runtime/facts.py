@@ -10,7 +10,6 @@ its schema). It also checks that the state can still be trusted (`base_tables`).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from dbt.adapters.spark_ivm.compiler.operators.aggregates import keep_from_env
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 T = TypeVar("T")
@@ -358,15 +358,15 @@ class FactsReader:
             arg_types = [next(it) if a is not None else None for a in args]
         return plan(query, outputs, arg_types, keep_from_env())
 
-    def _recorded_facts(self, meta: dict, heads: dict[str, Head]) -> dict | None:
+    def _recorded_facts(self, meta: StateMeta, heads: dict[str, Head]) -> dict | None:
         """The planning facts the last commit recorded, when they still hold: every base
         table is the same table (uuid) with the same schema (Iceberg schema id) as then.
         None: plan from Spark's DESCRIBEs."""
-        facts = meta.get("recorded", {}).get("facts")
-        if not isinstance(facts, dict) or set(facts.get("schemas", {})) != set(heads):
+        facts = meta.facts
+        if facts is None or set(facts.get("schemas", {})) != set(heads):
             return None
         for relation, head in heads.items():
-            before = meta.get("bases", {}).get(relation) or {}
+            before = meta.base(relation)
             if before.get("metadata") == head.metadata:
                 continue
             try:
@@ -377,14 +377,12 @@ class FactsReader:
                 return None
         return facts
 
-    def _same_model(self, meta: dict, digest: str, default_db: str) -> bool:
+    def _same_model(self, meta: StateMeta, digest: str, default_db: str) -> bool:
         """Is the state the one of this model SQL over the same base relations?"""
-        if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
+        if meta.sql_hash != digest or meta.view_sql_hash != digest:
             return False
         relations = base_relations(self.compiled_sql, default_db, self.model)
-        return sorted(meta.get("watermarks", {})) == sorted(relations) and isinstance(
-            meta.get("bases"), dict
-        )
+        return sorted(meta.watermarks) == sorted(relations) and meta.bases is not None
 
     def _meta_rows(self) -> list[tuple]:
         """`render.meta_sql`'s rows: in session mode read by the driver (the row's file, no
@@ -399,7 +397,7 @@ class FactsReader:
                 return found
         return self._fetch("meta", render.meta_sql(state))
 
-    def _meta(self) -> dict | None:
+    def _meta(self) -> StateMeta | None:
         """The committed metadata row, or None when there is no readable ivm state."""
         props = self._properties(self.target.view)
         self.found_format = props.get("ivm.format")
@@ -411,14 +409,8 @@ class FactsReader:
             return None
         if len(rows) != 1 or rows[0][0] is None:
             return None
-        try:
-            recorded = json.loads(rows[0][0])
-            watermarks = recorded["watermarks"]
-            meta = {**recorded, "recorded": recorded, "view_sql_hash": props.get("ivm.sql_hash")}
-            meta["watermarks"] = {k: None if v is None else int(v) for k, v in watermarks.items()}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return None  # a metadata row edited or damaged by hand: rebuild
-        return meta
+        # None for a metadata row edited or damaged by hand: rebuild
+        return StateMeta.parse(rows[0][0], props.get("ivm.sql_hash"))
 
     def _check_unmoved(self, heads: dict[str, Head], live: frozenset[str]) -> None:
         """Fail (before a refresh's commit; after a build, whose state is then rebuilt by the
@@ -436,13 +428,13 @@ class FactsReader:
                 )
 
     def _check_bases(
-        self, query: Query, meta: dict, heads: dict[str, Head]
+        self, query: Query, meta: StateMeta, heads: dict[str, Head]
     ) -> tuple[dict[str, base_tables.TableMetadata], dict]:
         """The current metadata of every base table whose metadata file changed, and what
         the next state records of each; `Rebuild` when the state cannot be trusted
         (`base_tables`)."""
         read = query.columns_read()
-        recorded: dict = meta.get("bases", {})
+        recorded: dict = meta.bases or {}
         changed: dict[str, base_tables.TableMetadata] = {}
         bases: dict = {}
         for relation, head in heads.items():

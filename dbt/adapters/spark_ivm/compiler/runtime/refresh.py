@@ -52,6 +52,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     Rebuild,
     StateRows,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 __all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Mode", "Outcome", "Rebuild", "StateRows", "sql_hash"]
@@ -91,14 +92,12 @@ class Maintainer(CommitWriter):
         facts: dict | None = None
         if meta is not None and self._same_model(meta, digest, default_db):
             try:
-                heads = self._heads(list(meta["watermarks"]))
+                heads = self._heads(list(meta.watermarks))
             except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
                 heads = None
             self._checkpoint("capture")
         if meta is not None and heads is not None:
-            if all(
-                (meta["bases"].get(r) or {}).get("metadata") == h.metadata for r, h in heads.items()
-            ):
+            if all(meta.base(r).get("metadata") == h.metadata for r, h in heads.items()):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 return self._unchanged(heads)
@@ -149,7 +148,7 @@ class Maintainer(CommitWriter):
         self.keep_scratch = False
         self._drop_scratch()
 
-    def _rebuild_reason(self, meta: dict | None, digest: str, the_plan: Plan) -> str | None:
+    def _rebuild_reason(self, meta: StateMeta | None, digest: str, the_plan: Plan) -> str | None:
         if self.existing is None:
             return FIRST_RUN
         if self.full_refresh:
@@ -163,13 +162,13 @@ class Maintainer(CommitWriter):
             )
         if meta is None:
             return f"the existing {self.existing} {self.target.view} has no ivm state"
-        if meta.get("sql_hash") != digest or meta.get("view_sql_hash") != digest:
+        if meta.sql_hash != digest or meta.view_sql_hash != digest:
             return self.sql_changed_because or "the model SQL changed since its state was built"
-        if sorted(meta.get("watermarks", {})) != sorted(the_plan.query.relations):
+        if sorted(meta.watermarks) != sorted(the_plan.query.relations):
             return "the model's base relations changed"
         outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]
-        if meta.get("outputs") != outputs:
-            return f"the model's result columns changed: {meta.get('outputs')} -> {outputs}"
+        if meta.outputs != outputs:
+            return f"the model's result columns changed: {meta.outputs} -> {outputs}"
         return None
 
     def _pin(self, relations: Sequence[str]) -> dict[str, Head]:
@@ -260,12 +259,12 @@ class Maintainer(CommitWriter):
         return self.top.limited(view) if self.top is not None else view
 
     def _refresh(
-        self, the_plan: Plan, meta: dict, digest: str, heads: dict[str, Head] | None
+        self, the_plan: Plan, meta: StateMeta, digest: str, heads: dict[str, Head] | None
     ) -> Outcome:
         """The incremental refresh; `Rebuild` with the reason when it cannot be done."""
         query = the_plan.query
         state = self.target.state
-        watermarks: dict[str, int | None] = meta["watermarks"]
+        watermarks = meta.watermarks
         if heads is None:
             heads = self._pin(query.relations)
         pinned = {r: h.snapshot for r, h in heads.items()}
@@ -307,7 +306,7 @@ class Maintainer(CommitWriter):
                 commit, counted = self._delta_commit(the_plan, renderer, compacted, new_meta)
                 inserted, updated, deleted, recomputed = counted
             self.data_changed = commit is not None  # a MERGE (else: only the metadata row)
-        if commit is None and new_meta != json.dumps(meta["recorded"], sort_keys=True):
+        if commit is None and new_meta != json.dumps(meta.recorded, sort_keys=True):
             commit = render.advance_meta_sql(state, new_meta)
         if commit is not None:
             self._check_unmoved(heads, live)

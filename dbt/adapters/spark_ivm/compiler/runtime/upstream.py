@@ -15,8 +15,9 @@ snapshots of the tables they name: one metadata read per upstream and one heads 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
+
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 
 #: The suffix of every ivm state table (`facts.Target.state`).
 STATE_SUFFIX = "__ivm_state"
@@ -33,11 +34,8 @@ def watermarks(meta: str | None) -> dict[str, int | None]:
     >>> watermarks('{"watermarks": {"db.t": "12", "db.u": null}}')
     {'db.t': 12, 'db.u': None}
     """
-    try:
-        found = json.loads(meta or "")["watermarks"]
-        return {r: None if s is None else int(s) for r, s in found.items()}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    found = StateMeta.parse(meta or "", view_sql_hash=None)
+    return {} if found is None else found.watermarks
 
 
 def behind(marks: Mapping[str, int | None], current: Mapping[str, int | None]) -> list[str]:
