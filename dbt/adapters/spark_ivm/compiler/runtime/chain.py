@@ -100,7 +100,7 @@ class ChainMaintainer:
     # The model's ORDER BY .. LIMIT, applied by its view (`top_k.py`); set by `run`.
     top: top_k.TopK | None = None
 
-    def _maintainer(self, **kwargs) -> Maintainer:
+    def maintainer(self, **kwargs) -> Maintainer:
         extra = kwargs.pop("view_properties", {})
         base = {
             "view_properties": {
@@ -127,7 +127,7 @@ class ChainMaintainer:
         base["top"] = self.top if own else None
         return Maintainer(**{**base, **kwargs})
 
-    def _properties(self, relation: str, base: bool = False) -> dict[str, str] | None:
+    def properties_of(self, relation: str, base: bool = False) -> dict[str, str] | None:
         """The relation's properties (None: no such relation), kept for the maintainers.
         A `base` relation is mostly an Iceberg table, read from the catalog without a
         statement where the session allows; the model's own relations are views."""
@@ -144,7 +144,7 @@ class ChainMaintainer:
         self.known[relation] = found
         return found
 
-    def _read_views(self, props: dict[str, str]) -> None:
+    def read_views(self, props: dict[str, str]) -> None:
         """Replace the views the model reads by their queries (`views.py`)."""
         self.user_sql = self.user_sql or self.compiled_sql
         start = time.monotonic()
@@ -161,14 +161,14 @@ class ChainMaintainer:
                 self.user_sql, found, self.target.schema.lower(), self.model
             )
 
-    def _copy_bases(self, sync: bool = True) -> dict[str, str]:
+    def copy_bases(self, sync: bool = True) -> dict[str, str]:
         """Read every base relation that keeps no snapshots through an Iceberg copy brought
         level with it first (`capture/snapshot_diff.py`; `sync=False`: only read through the
         copies, as they are). Returns the copies by base relation."""
         default_db = self.target.schema.lower()
         copies: dict[str, str] = {}
         for relation in base_relations(self.compiled_sql, default_db, self.model):
-            found = self._properties(relation, base=True)
+            found = self.properties_of(relation, base=True)
             if found is not None and not is_iceberg(found):
                 copies[relation] = snapshot_diff.copy_name(self.target.view, relation)
         for relation, copy in copies.items() if sync else ():
@@ -182,7 +182,7 @@ class ChainMaintainer:
             columns = describe_columns(
                 self.executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}")
             )
-            found = self._properties(copy)
+            found = self.properties_of(copy)
             digest = snapshot_diff.schema_digest(columns)
             if found is None or found.get(snapshot_diff.SOURCE_SCHEMA) != digest:
                 why = FIRST_RUN if found is None else "its columns changed"
@@ -208,10 +208,10 @@ class ChainMaintainer:
             self.timings.append(("snapshot diff", time.monotonic() - start))
 
     def run(self) -> Outcome:
-        props = (self._properties(self.target.view) if self.existing == "view" else None) or {}
-        self._read_views(props)
+        props = (self.properties_of(self.target.view) if self.existing == "view" else None) or {}
+        self.read_views(props)
         notes = self._stale_upstreams()
-        self._copy_bases()
+        self.copy_bases()
         self.split_top()
         try:
             outcome = self._run(props)
@@ -239,7 +239,7 @@ class ChainMaintainer:
             try:
                 rows = self.executor.fetch(render.meta_sql(state))
                 marks = upstream.watermarks(rows[0][0] if rows else None)
-                heads = self._maintainer()._heads(sorted(marks))
+                heads = self.maintainer().current_heads(sorted(marks))
             except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
                 continue
             changed = upstream.behind(marks, {r: h.snapshot for r, h in heads.items()})
@@ -266,7 +266,7 @@ class ChainMaintainer:
         changed = CHOICE in props and props[CHOICE].split(":", 1)[-1] == digest
         # Planned here only to choose: with `never` there is nothing to choose.
         split = (
-            aux_state.split(self._maintainer()._plan(self.target.schema.lower()))
+            aux_state.split(self.maintainer().plan_state(self.target.schema.lower()))
             if self.mode != "never"
             else Refusal("ivm_aux_states=never")
         )
@@ -287,27 +287,27 @@ class ChainMaintainer:
                 self._drop_aux()
             reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
             return self._flat(choice, reason)
-        aux = self._maintainer(
+        aux = self.maintainer(
             model=f"{self.model}__ivm_aux",
             compiled_sql=split.aux_sql,
             target=aux_target(self.target),
             existing=None,
         )
-        aux_plan = aux._plan(self.target.schema.lower())
+        aux_plan = aux.plan_state(self.target.schema.lower())
         top_sql = split.top_sql(render.view_select(aux_plan, aux.target.state))
         self.log(f"ivm model '{self.model}': {aux_state.describe(split, dim_rows, fact_rows)}")
         reason = "it now keeps an auxiliary state" if changed and not had_aux else None
         return self._chain(split.aux_sql, top_sql, choice, reason)
 
     def _flat(self, choice: str, reason: str | None) -> Outcome:
-        flat = self._maintainer(view_properties={CHOICE: choice}, rebuild_because=reason)
+        flat = self.maintainer(view_properties={CHOICE: choice}, rebuild_because=reason)
         outcome = flat.run()
         return replace(outcome, timings=self.timings + outcome.timings)
 
     def _chain(self, aux_sql: str, top_sql: str, choice: str, reason: str | None) -> Outcome:
         target = aux_target(self.target)
-        exists = self._properties(target.view) is not None
-        aux = self._maintainer(
+        exists = self.properties_of(target.view) is not None
+        aux = self.maintainer(
             model=f"{self.model}__ivm_aux",
             compiled_sql=aux_sql,
             target=target,
@@ -326,7 +326,7 @@ class ChainMaintainer:
             handoff = {}
             if first.mode is Mode.REFRESH and aux.committed:
                 handoff[target.state] = Handoff(keys=aux.changed_keys)
-            top = self._maintainer(
+            top = self.maintainer(
                 compiled_sql=top_sql,
                 user_sql=self.user_sql,
                 view_properties={CHOICE: choice, AUX_SQL: aux_sql, TOP_SQL: top_sql},
@@ -373,13 +373,13 @@ class ChainMaintainer:
         result columns named as Spark names the model's own SELECT's (an unaliased
         `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
         default_db = self.target.schema.lower()
-        probe = self._maintainer()
+        probe = self.maintainer()
         relations = base_relations(self.compiled_sql, default_db, self.model)
         tree = stages.prepare(
-            self.compiled_sql, self.model, probe._base_facts(relations), default_db
+            self.compiled_sql, self.model, probe.base_facts(relations), default_db
         )
         names = describe_columns(
-            probe._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
+            probe.timed_fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
         )
         stages.name_outputs(tree, [name for name, _ in names])
         self.timings += probe.timings
@@ -402,8 +402,8 @@ class ChainMaintainer:
             while (sub := stages.innermost(tree)) is not None:
                 index = len(done)
                 target = stages.stage_target(self.target, index)
-                exists = self._properties(target.view) is not None
-                stage = self._maintainer(
+                exists = self.properties_of(target.view) is not None
+                stage = self.maintainer(
                     model=f"{self.model}__ivm_s{index}",
                     compiled_sql=sql(sub.this),
                     target=target,
@@ -421,11 +421,11 @@ class ChainMaintainer:
                     rebuilt = rebuilt or f"its sub-query state {target.view} was rebuilt"
                 elif stage.committed:
                     handoff[target.state] = Handoff(keys=stage.changed_keys)
-                the_plan = stage.last_plan or stage._plan(default_db)
+                the_plan = stage.last_plan or stage.plan_state(default_db)
                 stages.read_state(sub, render.view_select(the_plan, target.state))
                 timings += [(f"s{index} {label}", s) for label, s in first.timings]
                 summaries.append(f"state {target.view}: {first.summary}")
-            top = self._maintainer(
+            top = self.maintainer(
                 compiled_sql=sql(tree),
                 user_sql=self.user_sql,
                 view_properties={STAGES: str(len(done))},

@@ -60,7 +60,7 @@ class CommitWriter(LogWriter):
                 found = self._timed("describe", lambda: reader.iceberg_columns(state))
             if found is None:
                 found = describe_columns(
-                    self._fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
+                    self.timed_fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
                 )
             self.state_types = {n.lower(): t for n, t in found}
         return self.state_types
@@ -74,7 +74,7 @@ class CommitWriter(LogWriter):
         select = state_merge.delta_table_select(the_plan, compacted, self.target.state)
         self._compute_scratch("delta", delta, select)
         self.changed_keys = (delta, list(the_plan.key_columns))
-        stats = self._fetch("stats", state_merge.stats_sql(delta))[0]
+        stats = self.timed_fetch("stats", state_merge.stats_sql(delta))[0]
         inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
         self._checkpoint("delta")
         if not (inserted or updated or deleted):
@@ -103,7 +103,7 @@ class CommitWriter(LogWriter):
         recomputed = self.target.recomputed
         select = window.recompute_select(the_plan, renderer, affected)
         self._compute_scratch("recompute", recomputed, select)
-        stats = self._fetch("stats", window.stats_sql(affected, recomputed))[0]
+        stats = self.timed_fetch("stats", window.stats_sql(affected, recomputed))[0]
         partitions, rows = (int(x or 0) for x in stats)
         self._checkpoint("recompute")
         if not partitions:
@@ -124,7 +124,7 @@ class CommitWriter(LogWriter):
             if records is not None and records.isdigit() and int(records) >= 1:
                 return int(records) - 1
         select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
-        return int(self._fetch("count", select)[0][0])
+        return int(self.timed_fetch("count", select)[0][0])
 
     def _publish(self, before: int | None) -> None:
         """Append this commit's entry to the delta log (`capture/delta_log.py`). The refresh
@@ -132,7 +132,7 @@ class CommitWriter(LogWriter):
         diff of the state for this commit."""
         state = self.target.state
         try:
-            after = self._heads([state])[state].snapshot
+            after = self.current_heads([state])[state].snapshot
             if before is None or after is None or after == before:
                 raise RuntimeError(f"no commit of {state} between snapshots {before} and {after}")
             types = self._state_types()
@@ -163,7 +163,7 @@ class CommitWriter(LogWriter):
                 totals = self._timed("upkeep", lambda: reader.iceberg_snapshot_totals(state))
                 if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
                     return
-            stats = upkeep.parse_stats(self._fetch("upkeep", upkeep.stats_sql(state))[0])
+            stats = upkeep.parse_stats(self.timed_fetch("upkeep", upkeep.stats_sql(state))[0])
             for label, statement in upkeep.statements(state, stats):
                 self._run(label, statement)
             if self.publish and upkeep.needs_expiry(stats):

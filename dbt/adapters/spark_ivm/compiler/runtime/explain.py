@@ -173,10 +173,10 @@ class Explainer:
         rows = self._rows(target.state)
         size = "not built yet" if rows is None else f"{rows} state rows"
         self._say(f"{title} {target.state}: {size}")
-        meta = maintainer._meta() if rows is not None else None
+        meta = maintainer.read_meta() if rows is not None else None
         if meta is not None:
             relations = sorted(meta.watermarks)
-            heads = maintainer._heads(relations)
+            heads = maintainer.current_heads(relations)
             for relation in relations:
                 seen, now = meta.watermarks.get(relation), heads[relation].snapshot
                 where = (
@@ -193,7 +193,7 @@ class Explainer:
 
     def _planned(self, maintainer: Maintainer) -> Plan | None:
         try:
-            return maintainer._plan(self._default_db)
+            return maintainer.plan_state(self._default_db)
         except UnsupportedQueryError:
             raise
         except IvmError:
@@ -201,7 +201,7 @@ class Explainer:
 
     def _flat(self) -> None:
         chain = self.chain
-        top = chain._maintainer()
+        top = chain.maintainer()
         the_plan = self._planned(top)
         self._state("state", top, the_plan)
         if the_plan is None:
@@ -217,7 +217,7 @@ class Explainer:
 
     def _with_aux(self, props: dict[str, str]) -> None:
         chain = self.chain
-        aux = chain._maintainer(
+        aux = chain.maintainer(
             model=f"{chain.model}__ivm_aux",
             compiled_sql=props[AUX_SQL],
             target=aux_target(chain.target),
@@ -226,7 +226,7 @@ class Explainer:
         self._state(
             "auxiliary state (the facts pre-aggregated by join key)", aux, self._planned(aux)
         )
-        top = chain._maintainer(compiled_sql=props[TOP_SQL])
+        top = chain.maintainer(compiled_sql=props[TOP_SQL])
         self._state("state (over the auxiliary state and the dimension)", top, self._planned(top))
 
     def _staged(self) -> None:
@@ -235,7 +235,7 @@ class Explainer:
         index = 0
         while (sub := stages.innermost(tree)) is not None:
             target = stages.stage_target(chain.target, index)
-            stage = chain._maintainer(
+            stage = chain.maintainer(
                 model=f"{chain.model}__ivm_s{index}", compiled_sql=sql(sub.this),
                 target=target, existing="view",
             )  # fmt: skip
@@ -245,12 +245,12 @@ class Explainer:
                 return
             stages.read_state(sub, render.view_select(the_plan, target.state))
             index += 1
-        top = chain._maintainer(compiled_sql=sql(tree))
+        top = chain.maintainer(compiled_sql=sql(tree))
         self._state("state (over its sub-query states)", top, self._planned(top))
 
     def explain(self, given_sql: str | None) -> list[str]:
         chain = self.chain
-        props = chain._properties(chain.target.view) or {}
+        props = chain.properties_of(chain.target.view) or {}
         recorded = props.get("ivm.sql")
         user_sql = given_sql or recorded
         head = f"ivm model '{chain.model}' ({chain.target.view})"
@@ -270,10 +270,10 @@ class Explainer:
         else:
             self.out.append(f"{head}: a view over its state table")
         try:
-            chain._read_views(props)
+            chain.read_views(props)
             for view, digest in sorted(chain.view_digests.items()):
                 self._say(f"reads view {view} through its query (definition {digest[:12]})")
-            for relation, copy in sorted(chain._copy_bases(sync=False).items()):
+            for relation, copy in sorted(chain.copy_bases(sync=False).items()):
                 self._say(
                     f"reads {relation} (no snapshots) through its copy {copy}: the next run "
                     "compares the two and captures the difference (snapshot diff)"

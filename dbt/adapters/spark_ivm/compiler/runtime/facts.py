@@ -241,7 +241,7 @@ class FactsReader:
     def _run(self, label: str, statement: str) -> None:
         self._timed(label, lambda: self.executor.execute(statement))
 
-    def _fetch(self, label: str, statement: str) -> list[tuple]:
+    def timed_fetch(self, label: str, statement: str) -> list[tuple]:
         return self._timed(label, lambda: self.executor.fetch(statement))
 
     def _properties(self, relation: str) -> dict[str, str]:
@@ -253,7 +253,7 @@ class FactsReader:
             lambda: relation_properties(self.executor, relation),
         )
 
-    def _base_facts(self, relations: list[str]) -> dict[str, list[tuple[str, str]]]:
+    def base_facts(self, relations: list[str]) -> dict[str, list[tuple[str, str]]]:
         schemas: dict[str, list[tuple[str, str]]] = {}
         for relation in relations:
             try:
@@ -269,11 +269,11 @@ class FactsReader:
                     "Create it with file_format='iceberg' (e.g. `+file_format: iceberg` for "
                     "seeds and table models), or use materialized='table' for this model.",
                 )
-            rows = self._fetch("describe", f"DESCRIBE TABLE {sql(table(relation))}")
+            rows = self.timed_fetch("describe", f"DESCRIBE TABLE {sql(table(relation))}")
             schemas[relation] = describe_columns(rows)
         return schemas
 
-    def _heads(self, relations: Sequence[str]) -> dict[str, Head]:
+    def current_heads(self, relations: Sequence[str]) -> dict[str, Head]:
         """The base tables' current metadata files and snapshots, read in one statement."""
         if not relations:
             return {}
@@ -289,7 +289,7 @@ class FactsReader:
             # operation) may not be visible to a cached entry until it is refreshed.
             for relation in relations:
                 self._run("refresh", f"REFRESH TABLE {sql(table(relation))}")
-            rows = self._fetch("snapshot", base_tables.heads_sql(relations))
+            rows = self.timed_fetch("snapshot", base_tables.heads_sql(relations))
             found = {int(row[0]): row for row in rows}
         heads: dict[str, Head] = {}
         for index, relation in enumerate(relations):
@@ -313,7 +313,7 @@ class FactsReader:
             if text is not None:
                 rows: list[tuple] = [(text,)]
             else:
-                rows = self._fetch("metadata", base_tables.metadata_file_sql(head.metadata))
+                rows = self.timed_fetch("metadata", base_tables.metadata_file_sql(head.metadata))
             parsed = base_tables.parse_metadata(head.metadata, rows)
         except Exception as e:
             raise BaseRelationError(
@@ -325,7 +325,7 @@ class FactsReader:
         self.metadata_read[head.metadata] = parsed
         return parsed
 
-    def _plan(self, default_db: str, facts: dict | None = None) -> Plan:
+    def plan_state(self, default_db: str, facts: dict | None = None) -> Plan:
         """The model's plan. `facts` (the base schemas, result columns and aggregate argument
         types recorded by the last commit) stand in for Spark's DESCRIBEs when no base
         table's schema changed since (`_recorded_facts`)."""
@@ -338,10 +338,10 @@ class FactsReader:
             except Exception as e:  # noqa: BLE001 - facts damaged by hand: plan from Spark
                 self.warn(f"ivm model '{self.model}': recorded facts unusable ({str(e)[:200]})")
         relations = base_relations(self.compiled_sql, default_db, self.model)
-        schemas = self._base_facts(relations)
+        schemas = self.base_facts(relations)
         query = analyze(self.compiled_sql, self.model, schemas, default_db)
         outputs = describe_columns(
-            self._fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
+            self.timed_fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
         )
         args = [a.arg for a in query.aggregates]
         present = [a for a in args if a is not None]
@@ -351,7 +351,7 @@ class FactsReader:
             types = [
                 t
                 for _, t in describe_columns(
-                    self._fetch("describe args", f"DESCRIBE QUERY {probe}")
+                    self.timed_fetch("describe args", f"DESCRIBE QUERY {probe}")
                 )
             ]
             it = iter(types)
@@ -395,9 +395,9 @@ class FactsReader:
             )
             if found is not None:
                 return found
-        return self._fetch("meta", render.meta_sql(state))
+        return self.timed_fetch("meta", render.meta_sql(state))
 
-    def _meta(self) -> StateMeta | None:
+    def read_meta(self) -> StateMeta | None:
         """The committed metadata row, or None when there is no readable ivm state."""
         props = self._properties(self.target.view)
         self.found_format = props.get("ivm.format")
@@ -416,7 +416,7 @@ class FactsReader:
         """Fail (before a refresh's commit; after a build, whose state is then rebuilt by the
         next run) if a base table read live got a commit since it was pinned: the rows read
         would not be the pinned snapshot's."""
-        now = self._heads(sorted(live))
+        now = self.current_heads(sorted(live))
         for relation in sorted(live):
             if now[relation].snapshot != heads[relation].snapshot:
                 raise BaseRelationError(

@@ -84,7 +84,7 @@ class LogWriter(FactsReader):
 
     def _count_rows(self, label: str, name: str) -> int:
         """The rows of a computed scratch relation (one small job over its rows)."""
-        return int(self._fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
+        return int(self.timed_fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
 
     def _capture(
         self,
@@ -193,7 +193,7 @@ class LogWriter(FactsReader):
             )
         if rows is None:
             try:
-                rows = self._fetch("touched files", touched_files.entries_sql(relation, ids))
+                rows = self.timed_fetch("touched files", touched_files.entries_sql(relation, ids))
             except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
                 return None
         found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
@@ -235,7 +235,7 @@ class LogWriter(FactsReader):
             return Refusal("its state is not a descendant of the version this model read")
         commits = [s.snapshot_id for s in chain if s.operation != "replace"]
         try:
-            rows = self._fetch("delta log", delta_log.covered_sql(state, commits))
+            rows = self.timed_fetch("delta log", delta_log.covered_sql(state, commits))
         except Exception:  # noqa: BLE001 - the upstream keeps no delta log
             return Refusal(f"{delta_log.log_of(state)} cannot be read")
         found = {int(r[0]) for r in rows}
@@ -274,7 +274,7 @@ class LogWriter(FactsReader):
             with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
             dtypes = dict(query.columns_of(relation))
             stats = pruning.key_stats_sql(logs[relation], columns, with_values, dtypes)
-            row = self._fetch("key ranges", stats)[0]
+            row = self.timed_fetch("key ranges", stats)[0]
             by_relation[relation] = pruning.parse_key_stats(row, columns, with_values, dtypes)
         return {
             (i, column): key_range

@@ -87,12 +87,12 @@ class Maintainer(CommitWriter):
     def run(self) -> Outcome:
         default_db = self.target.schema.lower()
         digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
-        meta = self._meta() if self.existing == "view" and not self.full_refresh else None
+        meta = self.read_meta() if self.existing == "view" and not self.full_refresh else None
         heads: dict[str, Head] | None = None
         facts: dict | None = None
         if meta is not None and self._same_model(meta, digest, default_db):
             try:
-                heads = self._heads(list(meta.watermarks))
+                heads = self.current_heads(list(meta.watermarks))
             except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
                 heads = None
             self._checkpoint("capture")
@@ -102,7 +102,7 @@ class Maintainer(CommitWriter):
                 # model need not even be planned (one metadata query for all bases).
                 return self._unchanged(heads)
             facts = self._recorded_facts(meta, heads)
-        the_plan = self._plan(default_db, facts)
+        the_plan = self.plan_state(default_db, facts)
         self.last_plan = the_plan
         for note in the_plan.query.notes:
             self.log(f"ivm model '{self.model}': {note}")
@@ -172,7 +172,7 @@ class Maintainer(CommitWriter):
         return None
 
     def _pin(self, relations: Sequence[str]) -> dict[str, Head]:
-        heads = self._heads(relations)
+        heads = self.current_heads(relations)
         self._checkpoint("capture")
         return heads
 
@@ -310,7 +310,7 @@ class Maintainer(CommitWriter):
             commit = render.advance_meta_sql(state, new_meta)
         if commit is not None:
             self._check_unmoved(heads, live)
-            before = self._heads([state])[state].snapshot if self.publish else None
+            before = self.current_heads([state])[state].snapshot if self.publish else None
             self._run("commit", commit)
             self.committed = True
             self._checkpoint("commit")
