@@ -19,9 +19,9 @@ _MORE_REPORTS_KEY = pytest.StashKey[list[tuple[str, HarnessReport]]]()
 _RELAYED_KEY = pytest.StashKey[list[tuple[str, str]]]()
 
 
-#: The longest modules (the harness, about 17 min; TPC-H, about 10; the cluster tests, about
-#: 9) start first, in this order: with two workers (`-n 2 --dist loadfile`, pytest.ini) none
-#: is left running alone at the end of the run.
+#: The longest modules (the harness, the TPC-H family, the cluster tests) start first, in this
+#: order: with two workers (`-n 2 --dist loadfile`, pytest.ini) none is left running alone
+#: at the end of the run.
 FIRST = ("test_differential.py", "test_tpch.py", "test_thrift_cluster.py")
 #: A worker's harness summaries, sent to the controller, which prints them (xdist).
 _WORKER_REPORTS = "ivm_harness_reports"

@@ -8,7 +8,7 @@ built on `SmallProject`:
   server with Iceberg) that the test process starts once from the pyspark install and stops
   at its end (`cluster.py`);
 * `thrift://host:port`: `method: thrift` against a Thrift server you run (its catalog must be
-  Iceberg's SparkSessionCatalog, see the README).
+  Iceberg's SparkSessionCatalog, see docs/reference.md, *On a Spark cluster*).
 
 The thrift tests of the default suite (`test_thrift_cluster.py`) ask for `thrift` explicitly.
 """

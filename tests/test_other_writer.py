@@ -11,8 +11,8 @@ whose cached entry still shows the table before those commits until a refresh ru
 
 (Iceberg's `invalidateTable` called directly on the session catalog did not make this test
 pass; refreshing the table object does.) Session method only (it needs the process's
-pyspark); the thrift server's sessions run with `cache-enabled=false` (README, *On a Spark
-cluster*).
+pyspark); the thrift server's sessions run with `cache-enabled=false` (docs/reference.md,
+*On a Spark cluster*).
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ FRACTION = 0.01
 #: Base tables whose DELETE/UPDATE write position delete files (the others: copy-on-write),
 #: so both ways of capturing a change run.
 MERGE_ON_READ = ("lineitem", "part")
-#: The change rounds after the build: the tables each changes. All of them; the dimensions
-#: alone (facts unchanged: only dimension deltas); the facts with customers.
+#: The change rounds after the build: the tables each changes. All of them; the facts with
+#: customers; the dimensions alone (facts unchanged: only dimension deltas).
 ALL_ROUNDS: tuple[tuple[str, ...], ...] = (
     tpch.TABLES,
     ("orders", "lineitem", "customer"),

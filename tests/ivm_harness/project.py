@@ -58,7 +58,7 @@ def iceberg_jar() -> str:
 
 
 def plain_spark_parameters(home: Path) -> dict[str, str]:
-    """Session settings from STACK.md, for bring-up with dbt-spark's own `type: spark`."""
+    """The embedded session's catalog settings, for bring-up with dbt-spark's own `type: spark`."""
     return {
         "spark.master": "local[2]",
         "spark.jars": iceberg_jar(),

@@ -41,7 +41,7 @@ ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExt
 #: Iceberg's per-session table cache on a Thrift server (see `_open_thrift`).
 CACHE_SETTING = "spark.sql.catalog.spark_catalog.cache-enabled"
 #: Where a user finds a Thrift server's start command with Iceberg.
-SERVER_HELP = "the README's 'On a Spark cluster' section shows a Thrift server started with Iceberg"
+SERVER_HELP = "docs/reference.md, 'On a Spark cluster', shows a Thrift server started with Iceberg"
 
 # (host, port, session settings) of Thrift servers whose catalog was found to be Iceberg in
 # this process.
