@@ -10,7 +10,30 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
-from dbt.adapters.spark_ivm.compiler.plan import plan
+from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
+
+
+def planned(
+    text: str,
+    schemas: Mapping[str, Sequence[tuple[str, str]]],
+    default_db: str = "s",
+) -> Plan:
+    """The plan of `text` over tables of `schemas`, result columns typed `string`."""
+    q = analyze(text, "m", schemas, default_db)
+    outputs = [(f"c{n}", "string") for n in range(len(q.outputs))]
+    return plan(q, outputs, [None] * len(q.aggregates))
+
+
+def renderer_for(
+    p: Plan, changed: set[str], schemas: Mapping[str, Sequence[tuple[str, str]]], default_db="s"
+) -> TermRenderer:
+    """The term renderer of `p` when the tables `changed` have change logs `log_<name>`."""
+    versions = render.Versions(
+        old={r: 1 for r in schemas},
+        new={r: 2 for r in schemas},
+        logs={f"{default_db}.{name}": f"log_{name}" for name in changed},
+    )
+    return TermRenderer(p.query, render.leaf_at(p.query, versions), versions.changed(p.query))
 
 
 def delta_select(
@@ -22,15 +45,7 @@ def delta_select(
 ) -> exp.Select:
     """The compacted delta of `text` when the tables `changed` (names in `default_db`) have
     change logs `log_<name>`: every input at version 1 (old) or 2 (new)."""
-    q = analyze(text, "m", schemas, default_db)
-    outputs = [(f"c{n}", "string") for n in range(len(q.outputs))]
-    p = plan(q, outputs, [None] * len(q.aggregates))
-    versions = render.Versions(
-        old={r: 1 for r in schemas},
-        new={r: 2 for r in schemas},
-        logs={f"{default_db}.{name}": f"log_{name}" for name in changed},
-    )
-    renderer = TermRenderer(q, render.leaf_at(q, versions), versions.changed(q))
-    select = render.compacted_delta_select(p, renderer, ranges)
+    p = planned(text, schemas, default_db)
+    select = render.compacted_delta_select(p, renderer_for(p, changed, schemas, default_db), ranges)
     assert select is not None
     return select

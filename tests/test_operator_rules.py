@@ -1,0 +1,118 @@
+"""Each operator's rule as the compiler writes it, without Spark (issue 36: golden tests per
+operator). The differential families prove the rules against Spark; these pin the equation
+each module implements, so a change to one shows here first:
+
+* join (`operators/join.py`): d(R1 x R2 x R3) = dR1 x R2_old x R3_old + R1_new x dR2 x
+  R3_old + R1_new x R2_new x dR3, one term per changed input;
+* outer join (`operators/outer_join.py`): the inner terms plus NULL-padded terms for the
+  right side of a LEFT JOIN when its matches change;
+* the MERGE of an aggregate (`operators/state_merge.py`): a grouped state deletes a group at
+  count 0 and inserts new groups; an ungrouped one (a single row) only updates;
+* the window commit (`operators/window.py`): affected partitions deleted, recomputed rows
+  inserted, the metadata row updated, in one MERGE;
+* top-k (`operators/top_k.py`): the state keeps the unlimited result, the view limits it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.delta_sql import planned, renderer_for
+
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.operators import state_merge, top_k, window
+from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, OLD
+from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
+
+SCHEMAS = {
+    "s.a": [("k", "int"), ("x", "int")],
+    "s.b": [("k", "int"), ("y", "int")],
+    "s.c": [("k", "int"), ("z", "int")],
+}
+CHAIN = "select a.k, x, y, z from a join b on a.k = b.k join c on b.k = c.k"
+TYPES = {"k": "int", "x": "int", "__ivm_count__": "bigint"}
+
+
+def _versions(term) -> dict[int, str]:
+    """The version each input of a term reads: its base (a prefix or a leaf), then its joins."""
+    kind, index, version = term.base
+    read = {i: version for i in range(index + 1)} if kind == "prefix" else {index: version}
+    read.update(dict(term.joins))
+    return read
+
+
+def test_an_inner_chain_has_one_term_per_changed_input_in_the_sum_over_inputs_order():
+    p = planned(CHAIN, SCHEMAS)
+    terms = join_delta_terms(renderer_for(p, {"a", "b", "c"}, SCHEMAS))
+    assert [_versions(t) for t in terms] == [
+        {0: DELTA, 1: OLD, 2: OLD},
+        {0: NEW, 1: DELTA, 2: OLD},
+        {0: NEW, 1: NEW, 2: DELTA},
+    ]
+    assert all(not t.padded and t.sign == 1 for t in terms)
+
+
+@pytest.mark.parametrize(("changed", "delta_input"), [({"a"}, 0), ({"b"}, 1), ({"c"}, 2)])
+def test_an_unchanged_input_gives_no_term(changed: set[str], delta_input: int):
+    p = planned(CHAIN, SCHEMAS)
+    terms = join_delta_terms(renderer_for(p, changed, SCHEMAS))
+    assert [t.delta_input for t in terms] == [delta_input]
+
+
+@pytest.mark.parametrize(("changed", "delta_input"), [("a", 0), ("b", 1)])
+def test_a_left_join_adds_the_padded_rows_of_the_affected_keys_new_minus_old(
+    changed: str, delta_input: int
+):
+    """Either side's change: the inner term, then per join key the change touches, the
+    NULL-padded rows of the chain at its new version (+) less those at its old version (-)."""
+    p = planned("select a.k, x, y from a left join b on a.k = b.k", SCHEMAS)
+    terms = join_delta_terms(renderer_for(p, {changed}, SCHEMAS))
+    inner, plus, minus = terms
+    assert (inner.delta_input, inner.padded) == (delta_input, frozenset())
+    assert (plus.base, plus.padded, plus.sign) == (("prefix", 0, NEW), frozenset({1}), 1)
+    assert (minus.base, minus.padded, minus.sign) == (("prefix", 0, OLD), frozenset({1}), -1)
+    for pad in (plus, minus):  # the keys of the change, where the left row has no match
+        keys, *rest = (f.sql("spark") for f in pad.filters)
+        assert keys.startswith("EXISTS(") and f"FROM `log_{changed}`" in keys, keys
+        assert any(f.startswith("NOT EXISTS(") for f in rest), rest
+
+
+def test_a_grouped_merge_deletes_groups_at_count_zero_and_inserts_new_ones():
+    p = planned("select k, count(*) as n, sum(x) as s from a group by k", SCHEMAS)
+    merge = state_merge.merge_sql(p, "s.st", "s.d", None, "{}", TYPES)
+    assert merge.startswith("MERGE INTO `s`.`st` AS s USING")
+    assert "WHEN MATCHED AND d.__ivm_row__ = 1 THEN UPDATE SET __ivm_meta__ = d.__ivm_meta__" in (
+        merge
+    )
+    assert "WHEN MATCHED AND d.__ivm_new_count = 0 THEN DELETE" in merge
+    assert "WHEN NOT MATCHED AND d.__ivm_row__ = 0 AND d.__ivm_count__ > 0 THEN INSERT" in merge
+
+
+def test_an_ungrouped_merge_only_updates_its_one_row():
+    p = planned("select count(*) as n, sum(x) as s from a", SCHEMAS)
+    merge = state_merge.merge_sql(p, "s.st", "s.d", None, "{}", TYPES)
+    assert "THEN DELETE" not in merge and "INSERT" not in merge
+    assert "WHEN MATCHED THEN UPDATE SET" in merge
+
+
+def test_a_window_commit_swaps_the_affected_partitions_in_one_merge():
+    p = planned("select k, x, row_number() over (partition by k order by x) as r from a", SCHEMAS)
+    merge = window.merge_sql(p, "s.st", "s.affected", "s.recomputed", "{}", TYPES)
+    clauses = merge[merge.index(" WHEN ") :]
+    assert clauses == (
+        " WHEN MATCHED AND d.__ivm_tag = 'm' THEN UPDATE SET __ivm_meta__ = d.__ivm_meta__"
+        " WHEN MATCHED THEN DELETE"
+        " WHEN NOT MATCHED AND d.__ivm_tag = 'i' THEN INSERT" + clauses[clauses.index(" (") :]
+    )
+
+
+def test_top_k_keeps_the_unlimited_result_and_limits_the_view():
+    top = top_k.split("select k, sum(x) as s from a group by k order by s desc, k limit 3", "m")
+    assert "LIMIT" not in top.inner.upper() and "ORDER BY" not in top.inner.upper()
+    assert top.suffix == " ORDER BY `s` DESC, `k` LIMIT 3"
+    assert top.limited("SELECT 1").endswith(top.suffix)
+    assert top_k.split("select k from a", "m").limited("V") == "V"
+
+
+def test_top_k_over_an_expression_outside_the_result_is_refused_by_name():
+    with pytest.raises(UnsupportedQueryError, match="not a result column"):
+        top_k.split("select k from a order by x + 1 limit 3", "m")
