@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from support.spark_settings import session_settings
-
 from dbt.adapters.spark_ivm import embedded
 
 HOST = "127.0.0.1"
@@ -71,7 +69,7 @@ def java_problem() -> str | None:
 def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
     """The Thrift server's Spark settings: the embedded session's catalog settings (Iceberg
     SparkSessionCatalog on a Derby metastore under `home`), the cluster as master."""
-    params = embedded.session_parameters(home, session_settings({"spark.jars": ""}))
+    params = embedded.session_parameters(home, {"spark.jars": ""})
     for key in ("spark.jars", "spark.driver.memory", "spark.app.name"):
         params.pop(key, None)
     params.update(

@@ -20,7 +20,6 @@ sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
 from dbt.cli.main import dbtRunner
 from ivm_harness.connection import SqlConnection
-from support.spark_settings import session_settings
 
 MODEL_SQL = """
 select c.segment, count(*) as n, sum(o.amount) as total, min(o.amount) as smallest,
@@ -39,15 +38,13 @@ def main(master: str, web_port: int, root: Path) -> dict:
         "schema": "on_cluster",
         "threads": 2,
         "ivm_home": str(root / ".spark_ivm"),
-        "server_side_parameters": session_settings(
-            {
-                "spark.master": master,
-                "spark.cores.max": "1",
-                "spark.executor.memory": "1g",
-                "spark.driver.memory": "1g",
-                "spark.app.name": "spark-ivm-session-on-cluster",
-            }
-        ),
+        "server_side_parameters": {
+            "spark.master": master,
+            "spark.cores.max": "1",
+            "spark.executor.memory": "1g",
+            "spark.driver.memory": "1g",
+            "spark.app.name": "spark-ivm-session-on-cluster",
+        },
     }
     (root / "models").mkdir(parents=True, exist_ok=True)
     (root / "dbt_project.yml").write_text(

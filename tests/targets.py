@@ -24,7 +24,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from cluster import LoopbackCluster
-from support.spark_settings import with_session_settings
 
 TARGET_ENV = "IVM_TEST_TARGET"
 SESSION = "session"
@@ -68,16 +67,14 @@ def is_thrift(target: str) -> bool:
 def profile_output(target: str, schema: str, ivm_home: Path, threads: int = 4) -> dict[str, Any]:
     """The profiles.yml output for `target` (see the module docstring)."""
     if target == SESSION:
-        return with_session_settings(
-            {
-                "type": "spark_ivm",
-                "method": "session",
-                "host": "localhost",
-                "schema": schema,
-                "threads": threads,
-                "ivm_home": str(ivm_home),
-            }
-        )
+        return {
+            "type": "spark_ivm",
+            "method": "session",
+            "host": "localhost",
+            "schema": schema,
+            "threads": threads,
+            "ivm_home": str(ivm_home),
+        }
     if target == THRIFT:
         return shared_cluster().thrift_profile(schema, threads)
     if target.startswith("thrift://"):

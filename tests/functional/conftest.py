@@ -30,7 +30,6 @@ from dbt.adapters.factory import reset_adapters
 
 # The fixtures of dbt's functional test framework (project, adapter, unique_schema, ...).
 from dbt.tests.fixtures.project import *
-from support.spark_settings import with_session_settings
 
 #: The dbt-spark test profile whose skips apply here (another name, e.g. ``none``, runs every
 #: copied test, to see what dbt-spark's session skips hide).
@@ -72,22 +71,18 @@ def dbt_profile_target(spark_ivm_home: Path) -> dict[str, Any]:
     if os.environ.get(_ADAPTER_ENV, "spark_ivm") == "spark":
         from ivm_harness.project import plain_spark_parameters
 
-        return with_session_settings(
-            {
-                "type": "spark",
-                "host": "localhost",
-                "method": "session",
-                "server_side_parameters": plain_spark_parameters(spark_ivm_home),
-            }
-        )
-    return with_session_settings(
-        {
-            "type": "spark_ivm",
+        return {
+            "type": "spark",
             "host": "localhost",
             "method": "session",
-            "ivm_home": str(spark_ivm_home),
+            "server_side_parameters": plain_spark_parameters(spark_ivm_home),
         }
-    )
+    return {
+        "type": "spark_ivm",
+        "host": "localhost",
+        "method": "session",
+        "ivm_home": str(spark_ivm_home),
+    }
 
 
 @pytest.fixture(scope="class", autouse=True)

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.spark_settings import with_session_settings
-
 from .spec import Family, Table
 
 PROJECT_NAME = "ivm_harness"
@@ -148,7 +146,7 @@ class DbtProject:
             output["ivm_home"] = str(self.ivm_home)
         else:
             output["server_side_parameters"] = plain_spark_parameters(self.ivm_home)
-        return with_session_settings(output)
+        return output
 
     def profile(self) -> dict[str, Any]:
         """The profiles.yml content."""
