@@ -13,6 +13,8 @@ from ivm_harness.runner import Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
 from targets import stop_shared
 
+from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
+
 _CONFIG_KEY = pytest.StashKey[HarnessConfig]()
 _REPORT_KEY = pytest.StashKey[HarnessReport]()
 _MORE_REPORTS_KEY = pytest.StashKey[list[tuple[str, HarnessReport]]]()
@@ -33,6 +35,10 @@ def pytest_configure(config: pytest.Config) -> None:
     environment, so that the header's seed is the one the harness used."""
     config.stash[_CONFIG_KEY] = HarnessConfig.from_env()
     os.environ.setdefault("IVM_SEED", str(config.stash[_CONFIG_KEY].seed))
+    # Every refresh the tests make runs the incremental rules, whatever the timings: `auto`
+    # (the default) may rebuild a tiny table instead; its choice has tests of its own
+    # (test_refresh_policy.py), which set `ivm_refresh` in the model's config.
+    os.environ.setdefault(REFRESH_ENV, "incremental")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

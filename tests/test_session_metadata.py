@@ -53,11 +53,14 @@ def _spark():
 
 def test_heads_and_metadata_files_are_what_sql_reads(project: SmallProject) -> None:
     relations = [BASE, STATE]
-    by_sql = {int(r[0]): (str(r[1]), r[2]) for r in project.sql(base_tables.heads_sql(relations))}
+    by_sql = {
+        int(r[0]): (str(r[1]), r[2], int(r[3]))
+        for r in project.sql(base_tables.heads_sql(relations))
+    }
     read = session_metadata.heads(_spark(), relations)
     assert read == [by_sql[0], by_sql[1]]
-    assert all(snapshot is not None for _, snapshot in read)
-    for location, _ in read:
+    assert all(snapshot is not None for _, snapshot, _ in read)
+    for location, _, _ in read:
         lines = project.sql(base_tables.metadata_file_sql(location))
         text = session_metadata.metadata_json(_spark(), location)
         assert text is not None
@@ -70,7 +73,9 @@ def test_heads_and_metadata_files_are_what_sql_reads(project: SmallProject) -> N
 def test_a_model_thread_reads_them_too(project: SmallProject) -> None:
     """dbt refreshes models in threads of their own; the JVM path must work there (a catalog
     lookup through `Spark3Util.loadIcebergTable` did not: it found a V1 table)."""
-    by_sql = {int(r[0]): (str(r[1]), r[2]) for r in project.sql(base_tables.heads_sql([BASE]))}
+    by_sql = {
+        int(r[0]): (str(r[1]), r[2], int(r[3])) for r in project.sql(base_tables.heads_sql([BASE]))
+    }
     found: list = []
     worker = threading.Thread(target=lambda: found.append(session_metadata.heads(_spark(), [BASE])))
     worker.start()
@@ -161,7 +166,7 @@ def test_metadata_files_are_read_from_the_local_disk_also_compressed(
     project.sql(f"INSERT INTO {gz} VALUES (1)")
     read = session_metadata.heads(_spark(), [BASE, gz])
     assert read is not None
-    (plain, _), (compressed, _) = read
+    (plain, _, _), (compressed, _, _) = read
     assert compressed.endswith(".gz.metadata.json")
     local = [session_metadata.metadata_json(_spark(), loc) for loc in (plain, compressed)]
     assert all(text is not None for text in local)

@@ -21,9 +21,10 @@
         config.get('ivm_aux_states'),
         config.get('ivm_unsupported'),
         graph.nodes,
-        model.get('unique_id')) -%}
+        model.get('unique_id'),
+        config.get('ivm_refresh')) -%}
 
-  {%- if result['mode'] == 'build' and existing is not none -%}
+  {%- if result['mode'] == 'build' and existing is not none and not result['in_place'] -%}
     {{ adapter.drop_relation(existing) }}
   {%- elif result['mode'] == 'rebuild' -%}
     {#- ivm_unsupported='rebuild': a table written in full (CREATE OR REPLACE keeps the old

@@ -22,6 +22,7 @@ from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.runtime import explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
+from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
 from dbt.adapters.spark_ivm.compiler.runtime.facts import Target, describe_columns, table_properties
 from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -99,7 +100,7 @@ class _ConnectionExecutor:
         self._staged[view_name] = staged
         return staged.kept, staged.planned
 
-    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
+    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
         spark = self._local_session()
         return None if spark is None else session_metadata.heads(spark, relations)
 
@@ -193,11 +194,13 @@ class IvmJinjaApi:
         unsupported: str | None = None,
         graph_nodes: dict[str, Any] | None = None,
         unique_id: str | None = None,
+        refresh: str | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
         `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/chain.py`),
         `unsupported` its `ivm_unsupported` config (`compiler/runtime/fallback.py`); `graph_nodes`
-        (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/runtime/upstream.py`)."""
+        (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/runtime/upstream.py`);
+        `refresh` is its `ivm_refresh` config (`compiler/runtime/cost.py`)."""
         executor = _ConnectionExecutor(self)
         target = Target(schema, identifier)
         try:
@@ -210,6 +213,7 @@ class IvmJinjaApi:
                 existing=existing_type,
                 full_refresh=bool(full_refresh),
                 mode=aux_mode(aux_states, model_name),
+                policy=refresh_policy(refresh, model_name),
                 log=logger.info,
                 warn=warn,
                 publish=upstream.has_ivm_readers(graph_nodes, unique_id),
@@ -234,6 +238,7 @@ class IvmJinjaApi:
             "reason": outcome.reason,
             "main_sql": outcome.main_sql,
             "summary": outcome.summary,
+            "in_place": outcome.in_place,
             # dbt's adapter_response for run_results.json (`response.py`)
             "response": response.response(outcome),
         }
@@ -246,6 +251,7 @@ class IvmJinjaApi:
         identifier: str,
         aux_states: str | None = None,
         select: str | None = None,
+        refresh: str | None = None,
     ) -> list[str]:
         """The model's dataflow in words (`compiler/runtime/explain.py`); read-only. `select`: a
         SELECT to explain instead of the one the model's relation records."""
@@ -256,6 +262,7 @@ class IvmJinjaApi:
             target=Target(schema, identifier),
             existing="view",
             mode=aux_mode(aux_states, model_name),
+            policy=refresh_policy(refresh, model_name),
             log=logger.info,
         )
         try:

@@ -67,11 +67,11 @@ def properties(spark: Any, relation: str) -> dict[str, str] | None:
     return {k: v for k, v in listed.items() if k not in _RESERVED_PROPERTIES}
 
 
-def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
-    """(current metadata file, current snapshot id or None) of each table, in order: what
-    `base_tables.heads_sql` reads from `metadata_log_entries`, whose last entry is the
-    current metadata file."""
-    found: list[tuple[str, int | None]] = []
+def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
+    """(current metadata file, current snapshot id or None, when it was written in epoch
+    milliseconds) of each table, in order: what `base_tables.heads_sql` reads from
+    `metadata_log_entries`, whose last entry is the current metadata file."""
+    found: list[tuple[str, int | None, int]] = []
     try:
         for relation in relations:
             current = iceberg_table(spark, relation).operations().current()
@@ -80,6 +80,7 @@ def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None]] 
                 (
                     str(current.metadataFileLocation()),
                     None if snapshot is None else int(snapshot.snapshotId()),
+                    int(current.lastUpdatedMillis()),
                 )
             )
     except Exception:  # noqa: BLE001 - e.g. not an Iceberg table: the SQL path says so

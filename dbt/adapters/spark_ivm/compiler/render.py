@@ -194,6 +194,12 @@ def create_state_sql(state: str, select: exp.Expression) -> list[str]:
     return [drop_state_sql(state), f"{create} AS {sql(select)}"]
 
 
+def overwrite_state_sql(state: str, select: exp.Expression) -> str:
+    """Replace every row of a state whose columns are the ones `select` gives (the same plan
+    over the same inputs) in one Iceberg commit: readers see the old rows or the new."""
+    return f"INSERT OVERWRITE {sql(table(state))} {sql(select)}"
+
+
 def drop_state_sql(state: str) -> str:
     """Drop a state table and its files."""
     return f"DROP TABLE IF EXISTS {sql(table(state))} PURGE"

@@ -43,6 +43,12 @@ class Snapshot:
     parent_id: int | None
     delete_files: int
     operation: str = ""  # append, overwrite, delete, replace (a rewrite: no logical change)
+    # Bytes of the files (data and delete) the commit added and removed, and of the table's
+    # files after it, from the snapshot's summary: the change's size before any data is read
+    # (`runtime/cost.py`).
+    added_bytes: int = 0
+    removed_bytes: int = 0
+    total_bytes: int = 0
 
 
 def lineage(

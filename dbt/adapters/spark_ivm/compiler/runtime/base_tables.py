@@ -68,16 +68,17 @@ def head_sql(relation: str) -> str:
     """The table's current metadata file and snapshot (one row; a table's metadata log ends
     with its current file)."""
     return (
-        f"SELECT file, latest_snapshot_id FROM {sql(table(relation))}.`metadata_log_entries` "
+        "SELECT file, latest_snapshot_id, unix_millis(timestamp) AS updated_ms "
+        f"FROM {sql(table(relation))}.`metadata_log_entries` "
         "ORDER BY timestamp DESC, file DESC LIMIT 1"
     )
 
 
 def heads_sql(relations: Sequence[str]) -> str:
-    """`head_sql` of several tables in one statement: rows (index, file, latest_snapshot_id),
-    one per table, `index` its position in `relations`."""
+    """`head_sql` of several tables in one statement: rows (index, file, latest_snapshot_id,
+    updated_ms), one per table, `index` its position in `relations`."""
     parts = [
-        f"SELECT {i} AS i, file, latest_snapshot_id FROM ({head_sql(relation)})"
+        f"SELECT {i} AS i, file, latest_snapshot_id, updated_ms FROM ({head_sql(relation)})"
         for i, relation in enumerate(relations)
     ]
     return " UNION ALL ".join(parts)
@@ -120,9 +121,19 @@ def parse_metadata(location: str, lines: Iterable[Sequence]) -> TableMetadata:
             None if parent is None else int(parent),
             int(summary.get("total-delete-files", 0) or 0),
             str(summary.get("operation", "")),
+            _size(summary, "added-files-size"),
+            _size(summary, "removed-files-size"),
+            _size(summary, "total-files-size"),
         )
     uuid = str(doc.get("table-uuid", ""))
     return TableMetadata(location, uuid, schema_id, columns, snapshots, schemas, snapshot_schemas)
+
+
+def _size(summary: Mapping, key: str) -> int:
+    try:
+        return int(summary.get(key, 0) or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def fingerprint(metadata: TableMetadata, read: Sequence[str], snapshot: int | None) -> dict:
@@ -130,6 +141,8 @@ def fingerprint(metadata: TableMetadata, read: Sequence[str], snapshot: int | No
     whether its pinned `snapshot` must be read live (`TableMetadata.stale`)."""
     return {
         "live": metadata.stale(snapshot, read),
+        # the table's size then: what a rebuild read (`cost.py` scales its time by it)
+        "bytes": metadata.snapshots[snapshot].total_bytes if snapshot in metadata.snapshots else 0,
         "metadata": metadata.location,
         "uuid": metadata.uuid,
         "schema_id": metadata.schema_id,

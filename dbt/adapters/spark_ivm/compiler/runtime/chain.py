@@ -36,7 +36,7 @@ from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
-from dbt.adapters.spark_ivm.compiler.runtime import upstream
+from dbt.adapters.spark_ivm.compiler.runtime import cost, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.facts import (
     Executor,
     Target,
@@ -84,6 +84,7 @@ class ChainMaintainer:
     existing: str | None
     full_refresh: bool = False
     mode: str = DEFAULT_MODE
+    policy: cost.Policy = cost.Policy.AUTO  # `ivm_refresh`, for each of its states
     log: Callable[[str], None] = print
     warn: Callable[[str], None] = print  # see `FactsReader.warn`
     timings: list[tuple[str, float]] = field(default_factory=list)
@@ -115,6 +116,7 @@ class ChainMaintainer:
             "target": self.target,
             "existing": self.existing,
             "full_refresh": self.full_refresh,
+            "policy": self.policy,
             "log": self.log,
             "warn": self.warn,
         }
@@ -316,7 +318,7 @@ class ChainMaintainer:
         )
         try:
             first = aux.run()
-            if first.mode is Mode.BUILD:
+            if first.mode is Mode.BUILD and not first.in_place:
                 if exists:
                     self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                 self.executor.execute(first.main_sql)
@@ -414,7 +416,8 @@ class ChainMaintainer:
                 )
                 done.append(stage)
                 first = stage.run()
-                if first.mode is Mode.BUILD:
+                if first.mode is Mode.BUILD and not first.in_place:
+                    # (rebuilt in place: its readers read the overwrite as its change)
                     if exists:
                         self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                     self.executor.execute(first.main_sql)

@@ -16,6 +16,8 @@ Example (an aggregate over a join of two Iceberg tables; the lines as printed, a
       state analytics.revenue__ivm_state: 25 state rows
         input db.nations: snapshot 120 reflected, now 131 (changed since the last run)
         input db.orders: snapshot 8812 reflected, current (no change waiting)
+        runs: build 9.1 s; refresh 2.3 s (1204331 bytes changed)
+        next run: refresh (ivm_refresh=auto): the change's files are 2 % of db.nations's ...
         input o = db.orders
         input n = db.nations
         join: INNER JOIN n ON o.nation = n.id (sum over inputs: dR1 x R2_old + R1_new x dR2)
@@ -39,6 +41,7 @@ from dbt.adapters.spark_ivm.compiler.ir import JoinKind
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.runtime import cost
 from dbt.adapters.spark_ivm.compiler.runtime.chain import (
     AUX_SQL,
     STAGES,
@@ -46,9 +49,10 @@ from dbt.adapters.spark_ivm.compiler.runtime.chain import (
     ChainMaintainer,
     aux_target,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Target
+from dbt.adapters.spark_ivm.compiler.runtime.facts import Head, Target
 from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: What maintains a join step, by kind (`delta.py`, `outer_join.py`).
@@ -176,7 +180,8 @@ class Explainer:
         meta = maintainer.read_meta() if rows is not None else None
         if meta is not None:
             relations = sorted(meta.watermarks)
-            heads = maintainer.current_heads(relations)
+            heads = maintainer.current_heads([*relations, target.state])
+            runs = cost.timed(cost.history(meta.recorded), heads.pop(target.state).updated_ms)
             for relation in relations:
                 seen, now = meta.watermarks.get(relation), heads[relation].snapshot
                 where = (
@@ -185,11 +190,38 @@ class Explainer:
                     else f"now {now} (changed since the last run)"
                 )
                 self._say(f"input {relation}: snapshot {seen} reflected, {where}", 2)
+            self._say(f"runs: {cost.history_text(runs)}", 2)
+            self._next_run(maintainer, meta, heads, runs)
         if the_plan is None:
             self._say("planned at its first run, once the states it reads exist", 2)
             return
         for line in plan_lines(the_plan):
             self._say(line, 2)
+
+    def _next_run(
+        self, maintainer: Maintainer, meta: StateMeta, heads: dict[str, Head], runs: list[cost.Run]
+    ) -> None:
+        """What the next run would do with the change waiting, and its estimates."""
+        try:
+            moved = {
+                r: maintainer.table_metadata(r, h)
+                for r, h in heads.items()
+                if meta.base(r).get("metadata") != h.metadata
+            }
+        except IvmError:
+            return  # a base the refresh cannot read: it says why
+        if not moved:
+            return
+        found = cost.changes(moved, meta.watermarks, {r: h.snapshot for r, h in heads.items()})
+        if found is None:
+            return
+        inputs = sum(c.total for c in found) + sum(
+            int(meta.base(r).get("bytes", 0) or 0) for r in heads if r not in moved
+        )
+        guess = cost.estimate(runs, sum(c.bytes for c in found), inputs)
+        choice = cost.choose(maintainer.policy, guess, found)
+        does = "rebuild in place" if choice.rebuild else "refresh"
+        self._say(f"next run: {does} (ivm_refresh={maintainer.policy}): {choice.why}", 2)
 
     def _planned(self, maintainer: Maintainer) -> Plan | None:
         try:

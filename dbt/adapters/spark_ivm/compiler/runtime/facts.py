@@ -94,8 +94,8 @@ class MetadataReader(Protocol):
     method, `session_metadata.py`); each method returns None where it cannot, and the SQL
     path is taken."""
 
-    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None]] | None:
-        """(current metadata file, current snapshot id) of each table, in order, each table
+    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
+        """(current metadata file, current snapshot id, its time) of each table, in order, each table
         refreshed in the session's catalog as `REFRESH TABLE` would."""
         ...
 
@@ -175,6 +175,9 @@ class Head:
 
     metadata: str
     snapshot: int | None
+    # When the metadata file was written (epoch ms): for a state, its last commit of a run
+    # (`cost.py` times the run by it).
+    updated_ms: int | None = None
 
 
 def describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
@@ -283,7 +286,7 @@ class FactsReader:
             # refreshes each table in the catalog as it reads it
             read = self._timed("snapshot", lambda: reader.iceberg_heads(relations))
         if read is not None:
-            found = {i: (i, file, snapshot) for i, (file, snapshot) in enumerate(read)}
+            found = {i: (i, *head) for i, head in enumerate(read)}
         else:
             # Catalogs cache table metadata; a commit by another writer (or a row-level
             # operation) may not be visible to a cached entry until it is refreshed.
@@ -296,10 +299,14 @@ class FactsReader:
             row = found.get(index)
             if row is None:
                 raise BaseRelationError(self.model, relation, "has no Iceberg metadata log")
-            heads[relation] = Head(str(row[1]), None if row[2] is None else int(row[2]))
+            heads[relation] = Head(
+                str(row[1]),
+                None if row[2] is None else int(row[2]),
+                None if row[3] is None else int(row[3]),
+            )
         return heads
 
-    def _metadata(self, relation: str, head: Head) -> base_tables.TableMetadata:
+    def table_metadata(self, relation: str, head: Head) -> base_tables.TableMetadata:
         """The facts of the base table's current metadata file (read only when it changed,
         and once per refresh)."""
         known = self.metadata_read.get(head.metadata)
@@ -370,7 +377,7 @@ class FactsReader:
             if before.get("metadata") == head.metadata:
                 continue
             try:
-                now = self._metadata(relation, head)
+                now = self.table_metadata(relation, head)
             except BaseRelationError:
                 return None  # the full path reports it
             if now.uuid != before.get("uuid") or now.schema_id != before.get("schema_id"):
@@ -445,7 +452,7 @@ class FactsReader:
                 bases[relation] = before
                 continue
             try:
-                now = self._metadata(relation, head)
+                now = self.table_metadata(relation, head)
             except BaseRelationError as e:  # rebuild, and say why
                 raise Rebuild(str(e)) from e
             reason = base_tables.untrusted(relation, before, now, read[relation])

@@ -30,9 +30,12 @@ class Rebuild(Exception):
     'the state has no record of base table db.t'
     """
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, in_place: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        # The state's plan and inputs are the ones it was built from (a rebuild chosen by
+        # cost): its rows are replaced in one commit and its view is kept.
+        self.in_place = in_place
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ class Outcome:
     timings: list[tuple[str, float]] = field(default_factory=list)
     # None: not known (a table rebuilt by `ivm_unsupported='rebuild'`)
     rows: StateRows | None = None
+    # A build that replaced the state's rows in one commit and kept the view (`Rebuild`):
+    # readers saw the old relation until then, and the view need not be created.
+    in_place: bool = False
 
     @property
     def changed(self) -> bool:

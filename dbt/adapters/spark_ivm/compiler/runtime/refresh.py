@@ -23,7 +23,7 @@ Steps of a refresh: pin snapshots -> write logs -> delta table -> recompute -> c
 from __future__ import annotations
 
 import hashlib
-import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,7 +38,7 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.optimize import factored
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost
 from dbt.adapters.spark_ivm.compiler.runtime.commit import FAIL_ENV, STEPS, CommitWriter
 from dbt.adapters.spark_ivm.compiler.runtime.facts import (
     FORMAT_VERSION,
@@ -52,10 +52,24 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     Rebuild,
     StateRows,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta, written
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
-__all__ = ["FAIL_ENV", "STEPS", "Maintainer", "Mode", "Outcome", "Rebuild", "StateRows", "sql_hash"]
+__all__ = [
+    "FAIL_ENV",
+    "REBUILD_STEP",
+    "STEPS",
+    "Maintainer",
+    "Mode",
+    "Outcome",
+    "Rebuild",
+    "StateRows",
+    "sql_hash",
+]
+
+
+#: `FAIL_ENV` step of a rebuild in place: just before its one commit.
+REBUILD_STEP = "rebuild"
 
 
 def sql_hash(compiled_sql: str) -> str:
@@ -82,6 +96,10 @@ class Maintainer(CommitWriter):
     top: TopK | None = None
     committed: bool = False  # this run's refresh committed to the state table
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
+    # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
+    policy: cost.Policy = cost.Policy.AUTO
+    runs: list[cost.Run] = field(default_factory=list)
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -101,21 +119,32 @@ class Maintainer(CommitWriter):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 return self._unchanged(heads)
+            self.runs = self._history(meta)
             facts = self._recorded_facts(meta, heads)
         the_plan = self.plan_state(default_db, facts)
         self.last_plan = the_plan
         for note in the_plan.query.notes:
             self.log(f"ivm model '{self.model}': {note}")
         reason = self._rebuild_reason(meta, digest, the_plan)
+        in_place = False
         if reason is None:
             assert meta is not None
             try:
                 return self._refresh(the_plan, meta, digest, heads)
             except Rebuild as rebuild:
-                reason = rebuild.reason
+                reason, in_place = rebuild.reason, rebuild.in_place
             finally:
                 self._drop_scratch()
-        return self._build(the_plan, digest, reason)
+        return self._build(the_plan, digest, reason, in_place)
+
+    def _history(self, meta: StateMeta) -> list[cost.Run]:
+        """The state's recorded runs, the last one timed by the state's last commit (read
+        only when a base changed: a run that finds no change reads one head per base)."""
+        try:
+            committed = self.current_heads([self.target.state])[self.target.state].updated_ms
+        except Exception:  # noqa: BLE001 - the refresh finds out what is wrong with the state
+            committed = None
+        return cost.timed(cost.history(meta.recorded), committed)
 
     def _unchanged(self, heads: dict[str, Head]) -> Outcome:
         changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
@@ -176,39 +205,45 @@ class Maintainer(CommitWriter):
         self._checkpoint("capture")
         return heads
 
-    @staticmethod
-    def _meta_json(digest: str, the_plan: Plan, heads: dict[str, Head], bases: dict) -> str:
-        return json.dumps(
-            {
-                "sql_hash": digest,
-                "watermarks": {r: h.snapshot for r, h in heads.items()},
-                "bases": bases,
-                "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
-                "facts": {
-                    "schemas": {
-                        r: [list(c) for c in the_plan.query.columns_of(r)]
-                        for r in the_plan.query.relations
-                    },
-                    "outputs": [list(c) for c in zip(the_plan.output_names, the_plan.output_types)],
-                    "arg_types": the_plan.arg_types,
-                },
-            },
-            sort_keys=True,
-        )
+    def _choose(
+        self,
+        meta: StateMeta,
+        heads: dict[str, Head],
+        metadata: dict[str, base_tables.TableMetadata],
+        bases: dict,
+    ) -> cost.Run:
+        """This run's record; `Rebuild` (in place) where the policy or the estimates say
+        rebuild (`cost.py`). Reads nothing: the changed inputs' metadata is read already."""
+        heads_now = {r: h.snapshot for r, h in heads.items()}
+        changes = cost.changes(metadata, meta.watermarks, heads_now)
+        if changes is None:
+            return cost.Run(cost.REFRESH, self.started_ms, None)
+        inputs = cost.input_bytes(bases)
+        change = sum(c.bytes for c in changes)
+        guess = cost.estimate(self.runs, change, inputs)
+        choice = cost.choose(self.policy, guess, changes)
+        if choice.rebuild:
+            raise Rebuild(choice.why, in_place=True)
+        if self.policy is cost.Policy.AUTO and guess.rebuild is not None:
+            self.log(f"ivm model '{self.model}': refresh: {choice.why}")
+        return cost.Run(cost.REFRESH, self.started_ms, None, change, inputs)
 
-    def _build(self, the_plan: Plan, digest: str, reason: str) -> Outcome:
-        self.log(f"ivm model '{self.model}': full build ({reason})")
+    def _build(self, the_plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
+        how = "rebuild in place" if in_place else "full build"
+        self.log(f"ivm model '{self.model}': {how} ({reason})")
         heads = self._pin(the_plan.query.relations)
         read = the_plan.query.columns_read()
         bases = {
-            r: base_tables.fingerprint(self._metadata(r, head), read[r], head.snapshot)
+            r: base_tables.fingerprint(self.table_metadata(r, head), read[r], head.snapshot)
             for r, head in heads.items()
         }
         pinned = {r: h.snapshot for r, h in heads.items()}
         state = self.target.state
         live = frozenset(r for r, b in bases.items() if b["live"])
         versions = render.Versions(old={}, new=pinned, logs={}, live=live)
-        meta = self._meta_json(digest, the_plan, heads, bases)
+        inputs = cost.input_bytes(bases)
+        run = cost.Run(cost.BUILD, self.started_ms, None, 0, inputs)
+        meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
         renderers = [
             TermRenderer(q, render.leaf_at(q, versions))
             for q in [b.query for b in the_plan.branches] or [the_plan.query]
@@ -219,11 +254,17 @@ class Maintainer(CommitWriter):
             select = window.initial_select(the_plan, renderers[0], meta)
         else:
             select = render.initial_state_select(the_plan, renderers[0], meta)
-        for statement in render.create_state_sql(state, select):
-            self._run("build state", statement)
-        if self.publish:
-            for statement in delta_log.create_sql(state):
-                self._run("delta log", statement)
+        if in_place:
+            # One commit: readers see the old rows until it, and a reader of this model's
+            # delta log finds a commit with no entry and reads the version diff instead.
+            self._checkpoint(REBUILD_STEP)
+            self._run("build state", render.overwrite_state_sql(state, select))
+        else:
+            for statement in render.create_state_sql(state, select):
+                self._run("build state", statement)
+            if self.publish:
+                for statement in delta_log.create_sql(state):
+                    self._run("delta log", statement)
         try:
             self._check_unmoved(heads, live)
         except BaseRelationError:
@@ -245,13 +286,16 @@ class Maintainer(CommitWriter):
             f"CREATE VIEW {sql(table(self.target.view))} TBLPROPERTIES ({prop_sql}) AS "
             f"{self._view_select(the_plan, state)}"
         )
+        if in_place:  # the view is the one there: same SQL, same state table
+            main_sql = f"REFRESH TABLE {sql(table(self.target.view))}"
         return Outcome(
             mode=Mode.BUILD,
             reason=reason,
             main_sql=main_sql,
-            summary=f"built ({reason}): {rows} state rows",
+            summary=f"{'rebuilt in place' if in_place else 'built'} ({reason}): {rows} state rows",
             timings=self.timings,
             rows=StateRows(inserted=rows),
+            in_place=in_place,
         )
 
     def _view_select(self, the_plan: Plan, state: str) -> str:
@@ -269,13 +313,14 @@ class Maintainer(CommitWriter):
             heads = self._pin(query.relations)
         pinned = {r: h.snapshot for r, h in heads.items()}
         metadata, bases = self._check_bases(query, meta, heads)
+        run = self._choose(meta, heads, metadata, bases)
         logs, counts = self._capture(query, watermarks, pinned, metadata)
         self._checkpoint("logs")
         changes = ", ".join(
             f"{r}: {n} delta rows" + (f" ({self.captured[r]})" if r in self.captured else "")
             for r, n in counts.items()
         )
-        new_meta = self._meta_json(digest, the_plan, heads, bases)
+        new_meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
 
         inserted = updated = deleted = recomputed = partitions = rows = 0
         commit: str | None = None
@@ -306,7 +351,7 @@ class Maintainer(CommitWriter):
                 commit, counted = self._delta_commit(the_plan, renderer, compacted, new_meta)
                 inserted, updated, deleted, recomputed = counted
             self.data_changed = commit is not None  # a MERGE (else: only the metadata row)
-        if commit is None and new_meta != json.dumps(meta.recorded, sort_keys=True):
+        if commit is None and meta.moved(new_meta):
             commit = render.advance_meta_sql(state, new_meta)
         if commit is not None:
             self._check_unmoved(heads, live)

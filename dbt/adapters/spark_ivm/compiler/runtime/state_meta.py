@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.spark_ivm.compiler.plan import Plan
+
 
 @dataclass(frozen=True)
 class StateMeta:
@@ -44,6 +46,12 @@ class StateMeta:
         found = self.recorded.get("facts")
         return found if isinstance(found, dict) else None
 
+    def moved(self, new_row: str) -> bool:
+        """Does `new_row` (`written`) say more than this row, the runs' record aside? (A
+        refresh that finds nothing to apply commits only then.)"""
+        new = json.loads(new_row)
+        return {**new, "runs": None} != {**self.recorded, "runs": None}
+
     def base(self, relation: str) -> dict[str, Any]:
         """What the state recorded of `relation` (empty when nothing)."""
         return (self.bases or {}).get(relation) or {}
@@ -67,3 +75,34 @@ class StateMeta:
             outputs=recorded.get("outputs"),
             recorded=recorded,
         )
+
+
+def written(
+    digest: str,
+    the_plan: Plan,
+    watermarks: dict[str, int | None],
+    bases: dict,
+    runs: list[dict[str, Any]],
+) -> str:
+    """The metadata row a build or refresh commits: the SQL's digest, the watermarks, what
+    it trusts of each base, the result columns, the planning facts and the state's last runs
+    (`cost.py`)."""
+    outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]
+    return json.dumps(
+        {
+            "runs": runs,
+            "sql_hash": digest,
+            "watermarks": watermarks,
+            "bases": bases,
+            "outputs": outputs,
+            "facts": {
+                "schemas": {
+                    r: [list(c) for c in the_plan.query.columns_of(r)]
+                    for r in the_plan.query.relations
+                },
+                "outputs": outputs,
+                "arg_types": the_plan.arg_types,
+            },
+        },
+        sort_keys=True,
+    )

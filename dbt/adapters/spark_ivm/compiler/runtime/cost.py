@@ -1,0 +1,277 @@
+"""cost: refresh or rebuild, by what earlier runs of this state cost.
+
+What it decides. A refresh costs about a fixed overhead (its statements) plus what it reads of
+the change; a rebuild costs what reading all inputs costs. Before a refresh reads any data
+each state estimates both from its own history, which its metadata row keeps (the last
+`KEEP` runs: mode, start, seconds, bytes changed, bytes of all inputs), and from the change's
+size, which the inputs' snapshot summaries give (bytes of the files the commits since the
+watermark added and removed: a copy-on-write update of one row counts its whole file twice,
+as the capture reads it twice):
+
+    rebuild(now)   = seconds of the last build * inputs(now) / inputs(then)
+    refresh(c)     = seconds of past refreshes at change size c, linear between the two
+                     nearest sizes, the smallest refresh's seconds below them, and
+                     proportional above the largest
+    refresh(c)     = rebuild(now) * 2 * c / inputs(now)       (no refresh timed yet)
+
+and the policy (`ivm_refresh`) picks: `auto` rebuilds where the refresh's estimate exceeds
+the rebuild's, `incremental` always refreshes, `full` always rebuilds. Either estimate unknown
+(no build timed yet, a state built by an older version): refresh. A run's seconds are
+known only once its commit is: the next run reads them from the time of the state's last
+commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too.
+
+The history forgets: a model whose refreshes lost to rebuilds keeps rebuilding only until
+its last refresh falls out of the `KEEP` runs, then the prior decides again, so a workload
+that changed is noticed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from dbt.adapters.spark_ivm.compiler.capture import Snapshot, lineage
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import TableMetadata
+from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
+
+#: Runs a state remembers.
+KEEP = 8
+BUILD, REFRESH = "build", "refresh"
+REFRESH_ENV = "DBT_SPARK_IVM_REFRESH"
+
+
+class Policy(StrEnum):
+    """The model's `ivm_refresh` config."""
+
+    AUTO = "auto"  # the cheaper of refresh and rebuild, by the estimates
+    INCREMENTAL = "incremental"  # refresh; rebuild only where a refresh cannot be done
+    FULL = "full"  # rebuild every run that finds a change
+
+
+def refresh_policy(configured: str | None, model: str) -> Policy:
+    """The model's `ivm_refresh` (config, else the environment, else auto).
+
+    >>> refresh_policy("Full", "m")
+    <Policy.FULL: 'full'>
+    """
+    choices = [p.value for p in Policy]
+    return Policy(model_setting(model, "ivm_refresh", configured, REFRESH_ENV, choices, "auto"))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a state, as its metadata row remembers it.
+
+    >>> Run.parse({"mode": "build", "started_ms": 5, "inputs": 90}).seconds is None
+    True
+    >>> Run("refresh", 1000, 2.5, 10, 90).json()
+    {'mode': 'refresh', 'started_ms': 1000, 'seconds': 2.5, 'change': 10, 'inputs': 90}
+    """
+
+    mode: str  # "build" or "refresh"
+    started_ms: int  # when the run started (epoch ms, the dbt process's clock)
+    seconds: float | None  # start to the state's last commit (None: not known yet)
+    change: int = 0  # bytes of input files the commits since the watermark added or removed
+    inputs: int = 0  # bytes of all inputs' files
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "started_ms": self.started_ms,
+            "seconds": self.seconds,
+            "change": self.change,
+            "inputs": self.inputs,
+        }
+
+    @classmethod
+    def parse(cls, found: Any) -> Run | None:
+        try:
+            seconds = found.get("seconds")
+            return cls(
+                str(found["mode"]),
+                int(found["started_ms"]),
+                None if seconds is None else float(seconds),
+                int(found.get("change", 0) or 0),
+                int(found.get("inputs", 0) or 0),
+            )
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+
+
+def history(recorded: Mapping[str, Any]) -> list[Run]:
+    """The runs a metadata row remembers (none where it has no readable list)."""
+    runs = recorded.get("runs")
+    if not isinstance(runs, list):
+        return []
+    return [run for run in map(Run.parse, runs) if run is not None]
+
+
+def timed(runs: Sequence[Run], committed_ms: int | None) -> list[Run]:
+    """The history with its last run's seconds filled in from the state's last commit.
+
+    >>> timed([Run("build", 1_000, None)], 4_500)[0].seconds
+    3.5
+    >>> timed([Run("build", 9_000, None)], 4_500)[0].seconds is None  # clocks disagree
+    True
+    """
+    if not runs or runs[-1].seconds is not None or committed_ms is None:
+        return list(runs)
+    last = runs[-1]
+    if committed_ms < last.started_ms:
+        return list(runs)
+    seconds = round((committed_ms - last.started_ms) / 1000, 3)
+    return [*runs[:-1], Run(last.mode, last.started_ms, seconds, last.change, last.inputs)]
+
+
+def remembered(runs: Sequence[Run], run: Run) -> list[dict[str, Any]]:
+    """The history to record with `run` added, the oldest forgotten beyond `KEEP`."""
+    return [r.json() for r in [*runs, run][-KEEP:]]
+
+
+@dataclass(frozen=True)
+class Change:
+    """The size of an input's change since the state's watermark, before reading it."""
+
+    relation: str
+    bytes: int  # of the files the commits added and removed
+    total: int  # of the input's files now
+
+    @classmethod
+    def of(cls, relation: str, commits: Sequence[Snapshot], head: int | None) -> Change:
+        """From the commits since the watermark (`capture.lineage`), newest first.
+
+        >>> commits = [Snapshot(3, 2, 0, "overwrite", 40, 40, 100)]
+        >>> Change.of("db.t", commits, 3)
+        Change(relation='db.t', bytes=80, total=100)
+        """
+        size = sum(s.added_bytes + s.removed_bytes for s in commits)
+        total = next((s.total_bytes for s in commits if s.snapshot_id == head), 0)
+        return cls(relation, size, total)
+
+
+def changes(
+    metadata: Mapping[str, TableMetadata],
+    watermarks: Mapping[str, int | None],
+    heads: Mapping[str, int | None],
+) -> list[Change] | None:
+    """The change of each input whose metadata moved (`metadata`, read by the refresh's
+    checks) from its watermark to its head; None where an input's history does not lead
+    there (rolled back, replaced: the capture decides what to do)."""
+    found: list[Change] = []
+    for relation, now in metadata.items():
+        commits = lineage(now.snapshots, watermarks.get(relation), heads[relation])
+        if commits is None:
+            return None
+        found.append(Change.of(relation, commits, heads[relation]))
+    return found
+
+
+def input_bytes(bases: Mapping[str, Mapping[str, Any]]) -> int:
+    """Bytes of all inputs, from what the state records of each (`base_tables.fingerprint`)."""
+    return sum(int(b.get("bytes", 0) or 0) for b in bases.values())
+
+
+def history_text(runs: Sequence[Run]) -> str:
+    """The runs, oldest first, as `ivm_explain` prints them.
+
+    >>> history_text([Run("build", 0, 0.61, 0, 9), Run("refresh", 1, None, 2048, 9)])
+    'build 0.6 s; refresh ? s (2048 bytes changed)'
+    """
+
+    def one(run: Run) -> str:
+        seconds = "?" if run.seconds is None else f"{run.seconds:.1f}"
+        changed = f" ({run.change} bytes changed)" if run.mode == REFRESH else ""
+        return f"{run.mode} {seconds} s{changed}"
+
+    return "; ".join(map(one, runs)) or "none recorded"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Both estimates of one run, in seconds (None: not known)."""
+
+    refresh: float | None
+    rebuild: float | None
+    basis: str  # what the refresh's estimate rests on
+
+    def text(self) -> str:
+        def show(s: float | None) -> str:
+            return "unknown" if s is None else f"{s:.1f} s"
+
+        return f"est. refresh {show(self.refresh)} ({self.basis}), rebuild {show(self.rebuild)}"
+
+
+def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
+    """Refresh and rebuild seconds for a change of `change` bytes over `inputs` bytes.
+
+    >>> runs = [Run("build", 0, 10.0, 0, 1000), Run("refresh", 1, 2.0, 10, 1000),
+    ...         Run("refresh", 2, 6.0, 50, 1000)]
+    >>> estimate(runs, 30, 2000)  # between the two refreshes; inputs doubled since the build
+    Estimate(refresh=4.0, rebuild=20.0, basis='2 timed refreshes')
+    >>> estimate(runs, 500, 1000).refresh  # ten times the largest change timed
+    60.0
+    >>> estimate(runs[:1], 300, 1000)  # no refresh timed: a prior from the build
+    Estimate(refresh=6.0, rebuild=10.0, basis='no refresh timed yet')
+    """
+    builds = [r for r in runs if r.mode == "build" and r.seconds is not None]
+    rebuild = None
+    if builds:
+        last = builds[-1]
+        assert last.seconds is not None
+        scale = inputs / last.inputs if last.inputs > 0 and inputs > 0 else 1.0
+        rebuild = last.seconds * scale
+    points = sorted(
+        (r.change, r.seconds) for r in runs if r.mode == "refresh" and r.seconds is not None
+    )
+    if not points:
+        if rebuild is None or inputs <= 0:
+            return Estimate(None, rebuild, "no refresh timed yet")
+        return Estimate(rebuild * 2 * change / inputs, rebuild, "no refresh timed yet")
+    basis = f"{len(points)} timed refresh{'es' if len(points) > 1 else ''}"
+    return Estimate(_interpolate(points, change), rebuild, basis)
+
+
+def _interpolate(points: Sequence[tuple[int, float]], change: int) -> float:
+    low_change, low_seconds = points[0]
+    if change <= low_change:
+        return low_seconds
+    for high_change, high_seconds in points[1:]:
+        if change <= high_change:
+            if high_change == low_change:
+                return max(low_seconds, high_seconds)
+            share = (change - low_change) / (high_change - low_change)
+            return low_seconds + share * (high_seconds - low_seconds)
+        low_change, low_seconds = high_change, high_seconds
+    return low_seconds * change / low_change if low_change > 0 else low_seconds
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Refresh or rebuild, and why (the log line's words)."""
+
+    rebuild: bool
+    why: str
+
+
+def choose(policy: Policy, guess: Estimate, changes: Sequence[Change]) -> Choice:
+    """What the run does under `policy`.
+
+    >>> guess = Estimate(41.0, 9.0, "3 timed refreshes")
+    >>> choose(Policy.AUTO, guess, [Change("db.lineitem", 830, 1000)]).why
+    "the change's files are 83 % of db.lineitem's bytes; est. refresh 41.0 s (3 timed refreshes), rebuild 9.0 s"
+    >>> choose(Policy.INCREMENTAL, guess, []).rebuild
+    False
+    """
+    largest = max(changes, key=lambda c: c.bytes / c.total if c.total else 0, default=None)
+    said = guess.text()
+    if largest is not None and largest.total > 0:
+        share = largest.bytes / largest.total
+        size = f"{share:.0%}".replace("%", " %") if share < 1 else f"{share:.1f}x"
+        said = f"the change's files are {size} of {largest.relation}'s bytes; {said}"
+    if policy is Policy.FULL:
+        return Choice(True, f"ivm_refresh='full'; {said}")
+    if policy is Policy.INCREMENTAL or guess.refresh is None or guess.rebuild is None:
+        return Choice(False, said)
+    return Choice(guess.refresh > guess.rebuild, said)

@@ -1,0 +1,145 @@
+"""`ivm_refresh`: a refresh that knows its cost, and rebuilds that readers never see half done.
+
+The user-visible outcomes: under `auto` a small change is refreshed and a change that
+rewrites the whole input is rebuilt, the log line giving both estimates; `full` rebuilds every
+run that finds a change; a rebuild chosen so replaces the state's rows in one commit and keeps
+the view (the state's history goes on, the view is never dropped), and a failure just before
+that commit leaves the old relation and the next run exact; the readers of such a model (an
+ivm model over it, the model's own sub-query states) stay exact through it.
+
+(The rest of the suite runs with `DBT_SPARK_IVM_REFRESH=incremental`, `conftest.py`; these
+models set `ivm_refresh` in their config, which comes first.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from small_project import SmallProject
+
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import FAIL_ENV, REBUILD_STEP
+
+SCHEMA = "ivm_policy"
+AGG_SQL = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {SCHEMA}.base group by k"
+# An ivm model over `agg` (which keeps a delta log for it), and a sub-query state.
+OVER_SQL = "select n, count(*) as c, sum(s) as s from {{ ref('agg') }} group by n"
+OVER_PLAIN = f"select n, count(*) as c, sum(s) as s from ({AGG_SQL}) group by n"
+STAGED_SQL = (
+    f"select k, x from {SCHEMA}.base where k in "
+    f"(select k from {SCHEMA}.base group by k having count(*) > 3)"
+)
+
+
+def _config(policy: str) -> str:
+    return f"{{{{ config(materialized='ivm', ivm_refresh='{policy}') }}}}\n"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
+    p = SmallProject(tmp_path_factory.mktemp("policy"), "policy", SCHEMA)
+    p.start_spark()
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
+    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
+    # Ten commits, ten files: a one-row insert is a small part of the table's bytes.
+    for batch in range(10):
+        rows = ", ".join(f"('{'abcd'[(batch + i) % 4]}', {batch * 10 + i})" for i in range(20))
+        p.sql(f"INSERT INTO {SCHEMA}.base VALUES {rows}, (NULL, {batch})")
+    return p
+
+
+def _write(p: SmallProject, name: str, policy: str, select: str) -> None:
+    (p.root / "models" / f"{name}.sql").write_text(_config(policy) + select)
+
+
+def _message(p: SmallProject, *models: str) -> dict[str, str]:
+    return p.run("--select", *models)
+
+
+def _equal(p: SmallProject, relation: str, select: str) -> None:
+    assert p.bag(f"SELECT * FROM {SCHEMA}.{relation}") == p.bag(select), relation
+
+
+def _snapshots(p: SmallProject, table: str) -> int:
+    return int(p.sql(f"SELECT count(*) FROM {SCHEMA}.{table}.snapshots")[0][0])
+
+
+def _is_view(p: SmallProject, name: str) -> bool:
+    return name in {str(r[1]) for r in p.sql(f"SHOW VIEWS IN {SCHEMA}")}
+
+
+def test_auto_refreshes_a_small_change_and_rebuilds_a_rewrite_in_place(project: SmallProject):
+    p = project
+    _write(p, "agg", "auto", AGG_SQL)
+    (p.root / "models" / "over.sql").write_text(_config("incremental") + OVER_SQL)
+    built = _message(p, "agg", "over")
+    assert built["agg"].startswith("built"), built
+    _equal(p, "agg", AGG_SQL)
+
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1000)")
+    small = _message(p, "agg", "over")
+    # The first refresh has only the build's time to go by: 1/11 of the bytes is cheap.
+    assert small["agg"].startswith("refreshed"), small
+    _equal(p, "agg", AGG_SQL)
+    _equal(p, "over", OVER_PLAIN)
+
+    # Every row rewritten (copy-on-write: every file replaced): the refresh timed at one row
+    # scales to far more than the build took.
+    p.sql(f"UPDATE {SCHEMA}.base SET x = x + 1")
+    before = _snapshots(p, "agg__ivm_state")
+    rewrite = _message(p, "agg", "over")
+    assert rewrite["agg"].startswith("rebuilt in place"), rewrite
+    assert "est. refresh" in rewrite["agg"] and "rebuild" in rewrite["agg"], rewrite
+    assert "ivm_policy.base's bytes" in rewrite["agg"], rewrite
+    _equal(p, "agg", AGG_SQL)
+    # In place: one more commit to the same state table, the view never dropped.
+    assert _snapshots(p, "agg__ivm_state") == before + 1
+    assert _is_view(p, "agg")
+    # The ivm model over it read the overwrite as its change (no delta-log entry for it).
+    assert rewrite["over"].startswith("refreshed"), rewrite
+    _equal(p, "over", OVER_PLAIN)
+
+    # And refreshes again afterwards, exactly.
+    p.sql(f"DELETE FROM {SCHEMA}.base WHERE x = 1001")
+    after = _message(p, "agg", "over")
+    assert after["agg"].startswith(("refreshed", "rebuilt in place")), after
+    _equal(p, "agg", AGG_SQL)
+    _equal(p, "over", OVER_PLAIN)
+    assert p.dbt("test", "--select", "agg").success
+
+
+def test_full_rebuilds_each_changed_run_in_place_sub_query_states_too(project: SmallProject):
+    p = project
+    _write(p, "staged", "full", STAGED_SQL)
+    assert _message(p, "staged")["staged"].startswith("built")
+    _equal(p, "staged", STAGED_SQL)
+    for change in (
+        f"INSERT INTO {SCHEMA}.base VALUES ('e', 1), ('e', 2), ('e', 3), ('e', 4)",
+        f"DELETE FROM {SCHEMA}.base WHERE k = 'e' AND x = 2",
+    ):
+        p.sql(change)
+        message = _message(p, "staged")["staged"]
+        assert message.startswith("rebuilt in place (ivm_refresh='full'"), message
+        _equal(p, "staged", STAGED_SQL)
+        assert _is_view(p, "staged")
+    assert _message(p, "staged")["staged"].startswith("no MERGE")  # nothing changed
+
+
+def test_a_failure_before_the_rebuilds_commit_keeps_the_relation(project: SmallProject):
+    p = project
+    _write(p, "agg", "full", AGG_SQL)
+    p.run("--select", "agg")
+    _equal(p, "agg", AGG_SQL)
+    before = p.bag(f"SELECT * FROM {SCHEMA}.agg")
+
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('f', 7), (NULL, NULL)")
+    os.environ[FAIL_ENV] = REBUILD_STEP
+    try:
+        result = p.dbt("run", "--select", "agg")
+    finally:
+        del os.environ[FAIL_ENV]
+    assert not result.success, "the injected failure did not fail the run"
+    assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == before
+    assert p.run("--select", "agg")["agg"].startswith("rebuilt in place")
+    _equal(p, "agg", AGG_SQL)
