@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from bench import changes, checks, datagen, report, tpch_workload
+from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV, Policy
 
 if TYPE_CHECKING:
     from dbt.cli.main import dbtRunnerResult
@@ -110,6 +111,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=datagen.WRITE_MODES,
         default="copy-on-write",
         help="how DELETE/UPDATE/MERGE change the base tables (merge-on-read: delete files)",
+    )
+    parser.add_argument(
+        "--refresh",
+        choices=[p.value for p in Policy],
+        default=Policy.AUTO.value,
+        help="the ivm models' ivm_refresh: auto (the default: refresh or rebuild by the "
+        "estimates), incremental (always refresh) or full",
     )
     parser.add_argument(
         "--steady",
@@ -386,6 +394,7 @@ class Benchmark:
                 "scale_fraction": args.scale_fraction,
                 "pattern": None if self.tpch else args.pattern,
                 "base_write_mode": args.base_write_mode,
+                "refresh": args.refresh,
                 "steady": args.steady,
                 "steady_fraction": args.steady_fraction,
                 "steady_check_every": STEADY_CHECK_EVERY,
@@ -698,6 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "SPARK_IVM_BENCH_DRIVER_MEMORY": args.driver_memory,
         "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": str(args.shuffle_partitions),
         "DBT_SPARK_IVM_TIMINGS": "1",
+        REFRESH_ENV: args.refresh,
     }
     bench = Benchmark(args)
     bench.results["command"] = command

@@ -42,6 +42,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
             "--scale-sfs", "",
             "--scale-fraction", str(FRACTION),
             "--base-write-mode", "merge-on-read",
+            "--refresh", "incremental",  # every refresh runs the rules (auto may rebuild)
             "--steady", str(STEADY_ROUNDS),
             "--out", str(root / "out"),
             "--workdir", str(root / "work"),
@@ -117,6 +118,7 @@ def test_plots_and_markdown(tiny_run: tuple[dict[str, Any], Path, Path]) -> None
         )
     assert "12 of 12 passed" in text
     assert "`--base-write-mode merge-on-read`" in text
+    assert "`ivm_refresh=incremental`" in text
     assert "### Where a refresh spends its time" in text
     columns = len(report.PHASES) + 1  # the phases and dbt
     for model in MODELS:
