@@ -1,0 +1,50 @@
+"""The refresh-or-rebuild choice (`runtime/cost.py`) without Spark: the history it keeps, the
+change it reads from snapshot summaries, and what each policy picks."""
+
+from __future__ import annotations
+
+from dbt.adapters.spark_ivm.compiler.capture import Snapshot
+from dbt.adapters.spark_ivm.compiler.runtime import cost
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import TableMetadata
+
+
+def _table(*snapshots: Snapshot) -> TableMetadata:
+    return TableMetadata("m.json", "u", 0, {}, {s.snapshot_id: s for s in snapshots})
+
+
+def test_the_history_keeps_the_last_runs_and_survives_damage() -> None:
+    runs = [cost.Run("refresh", n, 1.0, n, 100) for n in range(cost.KEEP)]
+    kept = cost.remembered(runs, cost.Run("refresh", 99, None, 5, 100))
+    assert len(kept) == cost.KEEP and kept[-1]["started_ms"] == 99 and kept[0]["started_ms"] == 1
+    recorded = {"runs": [*kept, {"mode": "refresh"}, "junk"]}  # edited by hand
+    assert [r.started_ms for r in cost.history(recorded)] == [r["started_ms"] for r in kept]
+    assert cost.history({}) == [] and cost.history({"runs": "x"}) == []
+
+
+def test_the_change_is_the_bytes_its_commits_added_and_removed() -> None:
+    base = _table(
+        Snapshot(1, None, 0, "append", 100, 0, 100),
+        Snapshot(2, 1, 0, "append", 10, 0, 110),
+        Snapshot(3, 2, 0, "overwrite", 50, 40, 120),  # a copy-on-write update
+    )
+    found = cost.changes({"db.t": base}, {"db.t": 1}, {"db.t": 3})
+    assert found == [cost.Change("db.t", 100, 120)]
+    # a watermark the head does not descend from (a rollback): no estimate, the capture decides
+    assert cost.changes({"db.t": base}, {"db.t": 7}, {"db.t": 3}) is None
+    assert cost.input_bytes({"db.t": {"bytes": 120}, "db.u": {}}) == 120
+
+
+def test_each_policy_picks_as_documented() -> None:
+    runs = [cost.Run("build", 0, 2.0, 0, 1000), cost.Run("refresh", 1, 6.0, 20, 1000)]
+    small, large = cost.estimate(runs, 5, 1000), cost.estimate(runs, 900, 1000)
+    assert small.refresh == 6.0 and large.refresh == 6.0 * 900 / 20
+    change = [cost.Change("db.t", 900, 1000)]
+    # auto: the cheaper; a refresh timed slower than the rebuild loses even for a small change
+    assert cost.choose(cost.Policy.AUTO, large, change).rebuild
+    assert cost.choose(cost.Policy.AUTO, small, change).rebuild
+    assert not cost.choose(cost.Policy.AUTO, cost.Estimate(1.0, 2.0, "x"), change).rebuild
+    assert not cost.choose(cost.Policy.AUTO, cost.Estimate(None, 2.0, "x"), change).rebuild
+    assert not cost.choose(cost.Policy.INCREMENTAL, large, change).rebuild
+    assert cost.choose(cost.Policy.FULL, cost.Estimate(None, None, "x"), change).rebuild
+    # no build timed (a state built by an older version): refresh
+    assert cost.estimate(runs[1:], 5, 1000).rebuild is None
