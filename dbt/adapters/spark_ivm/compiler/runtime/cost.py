@@ -8,7 +8,8 @@ size, which the inputs' snapshot summaries give (bytes of the files the commits 
 watermark added and removed: a copy-on-write update of one row counts its whole file twice,
 as the capture reads it twice):
 
-    rebuild(now)   = seconds of the last build * inputs(now) / inputs(then)
+    rebuild(now)   = seconds of the last rebuild in place (else of the build)
+                     * inputs(now) / inputs(then)
     refresh(c)     = seconds of past refreshes at change size c, linear between the two
                      nearest sizes, the smallest refresh's seconds below them, and
                      proportional above the largest
@@ -16,13 +17,18 @@ as the capture reads it twice):
 
 and the policy (`ivm_refresh`) picks: `auto` rebuilds where the refresh's estimate exceeds
 the rebuild's, `incremental` always refreshes, `full` always rebuilds. Either estimate unknown
-(no build timed yet, a state built by an older version): refresh. A run's seconds are
+(no build timed yet, a state built by an older version): refresh. A build's time is a poor
+guide to a rebuild's (the first run of a process pays for the JVM's warm-up, measured at SF 1:
+21.5 s against 5.4 s for its twin table): while no rebuild in place is timed among the last
+`KEEP` runs, `auto` also rebuilds, to time one, where the refresh's estimate is at least half
+the rebuild's. A run's seconds are
 known only once its commit is: the next run reads them from the time of the state's last
 commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too.
 
 The history forgets: a model whose refreshes lost to rebuilds keeps rebuilding only until
 its last refresh falls out of the `KEEP` runs, then the prior decides again, so a workload
-that changed is noticed.
+that changed is noticed. The last build or rebuild is kept however old: it is the only
+guide to a rebuild's cost.
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 
 #: Runs a state remembers.
 KEEP = 8
-BUILD, REFRESH = "build", "refresh"
+#: A run's mode: a build from nothing (first run, changed SQL), a rebuild in place (chosen
+#: by the policy), a refresh.
+BUILD, REBUILD, REFRESH = "build", "rebuild", "refresh"
 REFRESH_ENV = "DBT_SPARK_IVM_REFRESH"
 
 
@@ -126,8 +134,20 @@ def timed(runs: Sequence[Run], committed_ms: int | None) -> list[Run]:
 
 
 def remembered(runs: Sequence[Run], run: Run) -> list[dict[str, Any]]:
-    """The history to record with `run` added, the oldest forgotten beyond `KEEP`."""
-    return [r.json() for r in [*runs, run][-KEEP:]]
+    """The history to record with `run` added, the oldest forgotten beyond `KEEP`, except
+    the last build or rebuild, kept first however old.
+
+    >>> old = [Run("build", 0, 9.0)] + [Run("refresh", n, 1.0) for n in range(1, KEEP + 1)]
+    >>> kept = remembered(old, Run("refresh", 99, None))
+    >>> len(kept), kept[0]["mode"], kept[1]["started_ms"]
+    (9, 'build', 2)
+    """
+    history = [*runs, run]
+    kept = history[-KEEP:]
+    built = [r for r in history if r.mode in (BUILD, REBUILD)]
+    if built and built[-1] not in kept:
+        kept = [built[-1], *kept]
+    return [r.json() for r in kept]
 
 
 @dataclass(frozen=True)
@@ -195,6 +215,9 @@ class Estimate:
     refresh: float | None
     rebuild: float | None
     basis: str  # what the refresh's estimate rests on
+    # The rebuild's estimate rests on no recent rebuild in place (a build, or one more than
+    # `KEEP` runs ago): worth timing one where the two estimates are close.
+    untimed: bool = False
 
     def text(self) -> str:
         def show(s: float | None) -> str:
@@ -209,28 +232,33 @@ def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
     >>> runs = [Run("build", 0, 10.0, 0, 1000), Run("refresh", 1, 2.0, 10, 1000),
     ...         Run("refresh", 2, 6.0, 50, 1000)]
     >>> estimate(runs, 30, 2000)  # between the two refreshes; inputs doubled since the build
-    Estimate(refresh=4.0, rebuild=20.0, basis='2 timed refreshes')
+    Estimate(refresh=4.0, rebuild=20.0, basis='2 timed refreshes', untimed=True)
     >>> estimate(runs, 500, 1000).refresh  # ten times the largest change timed
     60.0
     >>> estimate(runs[:1], 300, 1000)  # no refresh timed: a prior from the build
-    Estimate(refresh=6.0, rebuild=10.0, basis='no refresh timed yet')
+    Estimate(refresh=6.0, rebuild=10.0, basis='no refresh timed yet', untimed=True)
+    >>> estimate([*runs, Run("rebuild", 3, 4.0, 0, 1000)], 30, 1000).rebuild
+    4.0
     """
-    builds = [r for r in runs if r.mode == "build" and r.seconds is not None]
+    timed_builds = [r for r in runs if r.mode in (BUILD, REBUILD) and r.seconds is not None]
+    in_place = [r for r in timed_builds if r.mode == REBUILD]
     rebuild = None
-    if builds:
-        last = builds[-1]
+    untimed = True
+    if timed_builds:
+        last = (in_place or timed_builds)[-1]
         assert last.seconds is not None
         scale = inputs / last.inputs if last.inputs > 0 and inputs > 0 else 1.0
         rebuild = last.seconds * scale
+        untimed = not in_place or last not in runs[-KEEP:]
     points = sorted(
         (r.change, r.seconds) for r in runs if r.mode == "refresh" and r.seconds is not None
     )
     if not points:
         if rebuild is None or inputs <= 0:
-            return Estimate(None, rebuild, "no refresh timed yet")
-        return Estimate(rebuild * 2 * change / inputs, rebuild, "no refresh timed yet")
+            return Estimate(None, rebuild, "no refresh timed yet", untimed)
+        return Estimate(rebuild * 2 * change / inputs, rebuild, "no refresh timed yet", untimed)
     basis = f"{len(points)} timed refresh{'es' if len(points) > 1 else ''}"
-    return Estimate(_interpolate(points, change), rebuild, basis)
+    return Estimate(_interpolate(points, change), rebuild, basis, untimed)
 
 
 def _interpolate(points: Sequence[tuple[int, float]], change: int) -> float:
@@ -259,6 +287,9 @@ def choose(policy: Policy, guess: Estimate, changes: Sequence[Change]) -> Choice
     """What the run does under `policy`.
 
     >>> guess = Estimate(41.0, 9.0, "3 timed refreshes")
+    >>> choose(Policy.AUTO, Estimate(6.0, 9.0, "3 timed refreshes", untimed=True), []).why
+    'timing a rebuild in place (none timed lately); est. refresh 6.0 s (3 timed refreshes), rebuild 9.0 s'
+
     >>> choose(Policy.AUTO, guess, [Change("db.lineitem", 830, 1000)]).why
     "the change's files are 83 % of db.lineitem's bytes; est. refresh 41.0 s (3 timed refreshes), rebuild 9.0 s"
     >>> choose(Policy.INCREMENTAL, guess, []).rebuild
@@ -274,4 +305,6 @@ def choose(policy: Policy, guess: Estimate, changes: Sequence[Change]) -> Choice
         return Choice(True, f"ivm_refresh='full'; {said}")
     if policy is Policy.INCREMENTAL or guess.refresh is None or guess.rebuild is None:
         return Choice(False, said)
+    if guess.refresh <= guess.rebuild and guess.untimed and 2 * guess.refresh >= guess.rebuild:
+        return Choice(True, f"timing a rebuild in place (none timed lately); {said}")
     return Choice(guess.refresh > guess.rebuild, said)

@@ -242,7 +242,7 @@ class Maintainer(CommitWriter):
         live = frozenset(r for r, b in bases.items() if b["live"])
         versions = render.Versions(old={}, new=pinned, logs={}, live=live)
         inputs = cost.input_bytes(bases)
-        run = cost.Run(cost.BUILD, self.started_ms, None, 0, inputs)
+        run = cost.Run(cost.REBUILD if in_place else cost.BUILD, self.started_ms, None, 0, inputs)
         meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
         renderers = [
             TermRenderer(q, render.leaf_at(q, versions))
