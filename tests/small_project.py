@@ -66,6 +66,20 @@ class SmallProject:
             [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         )
 
+    def operation(self, macro: str, args: str = "{}") -> tuple[bool, list[str]]:
+        """`dbt run-operation macro --args args`: (success, the lines it printed)."""
+        printed: list[str] = []
+
+        def keep(event) -> None:
+            if event.info.name == "PrintEvent":
+                printed.append(event.data.msg)
+
+        result = dbtRunner(callbacks=[keep]).invoke(
+            ["run-operation", macro, "--args", args,
+             "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        )  # fmt: skip
+        return result.success, printed
+
     def sql(self, statement: str) -> list[tuple]:
         """Run any statement on the project's dbt connection; its rows, if it returns any."""
         return self.conn.run(statement)

@@ -12,7 +12,6 @@ commit and the relation still equals its SQL.
 from __future__ import annotations
 
 import pytest
-from dbt.cli.main import dbtRunner
 from small_project import SmallProject
 
 SCHEMA = "ivm_explain"
@@ -74,17 +73,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
 
 def explain(project: SmallProject, args: str) -> tuple[bool, list[str]]:
     """Run the operation; (success, the lines it printed)."""
-    printed: list[str] = []
-
-    def keep(event) -> None:
-        if event.info.name == "PrintEvent":
-            printed.append(event.data.msg)
-
-    result = dbtRunner(callbacks=[keep]).invoke(
-        ["run-operation", "ivm_explain", "--args", args,
-         "--project-dir", str(project.root), "--profiles-dir", str(project.root)]
-    )  # fmt: skip
-    return result.success, printed
+    return project.operation("ivm_explain", args)
 
 
 def snapshots(project: SmallProject, relation: str) -> int:

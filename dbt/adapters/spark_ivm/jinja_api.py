@@ -17,10 +17,11 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
+from sqlglot import exp
 
 from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
-from dbt.adapters.spark_ivm.compiler.runtime import explain, fallback, upstream
+from dbt.adapters.spark_ivm.compiler.runtime import cleanup, explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
 from dbt.adapters.spark_ivm.compiler.runtime.facts import Target, describe_columns, table_properties
@@ -271,6 +272,36 @@ class IvmJinjaApi:
             raise DbtRuntimeError(str(e)) from e
 
     @available.parse_none
+    def ivm_cleanup(
+        self, models: dict[str, dict[str, list[str]]], dry_run: bool = False
+    ) -> list[str]:
+        """Drop the companion relations of models that are no longer ivm models
+        (`compiler/runtime/cleanup.py`); `models`: per schema, the identifiers of the
+        project's models materialized as `ivm` and as anything else. The lines it says."""
+        executor = _ConnectionExecutor(self)
+        lines: list[str] = []
+        dropped = 0
+        for schema, found in sorted(models.items()):
+            listing = _listing(executor, schema.lower())
+            if listing is None:
+                continue
+            drops, notes = cleanup.plan_cleanup(
+                listing,
+                {m.lower() for m in found.get("ivm", [])},
+                {m.lower() for m in found.get("other", [])},
+            )
+            lines += [f"ivm_cleanup: {note}" for note in notes]
+            for drop in drops:
+                if not dry_run:
+                    executor.execute(drop.sql())
+                verb = "would drop" if dry_run else "dropped"
+                lines.append(f"ivm_cleanup: {verb} {drop.relation} ({drop.why})")
+                dropped += 1
+        if not dropped:
+            lines.append("ivm_cleanup: no companion relation of a former ivm model found")
+        return lines
+
+    @available.parse_none
     def ivm_consistency_sql(self, schema: str, identifier: str) -> str:
         """SQL returning the rows where the relation and a fresh run of its SQL differ."""
         relation = f"{schema}.{identifier}".lower()
@@ -283,3 +314,23 @@ class IvmJinjaApi:
             )
         columns = describe_columns(executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}"))
         return consistency_sql(relation, props["ivm.sql"], columns)
+
+
+def _listing(executor: _ConnectionExecutor, schema: str) -> cleanup.Listing | None:
+    """The schema's relations (None: no such schema yet), and which of the views that own
+    companions are ivm models' relations (their `ivm.state_table` property)."""
+    try:
+        tables = executor.fetch(f"SHOW TABLES IN {sql(exp.to_identifier(schema))}")
+        views = executor.fetch(f"SHOW VIEWS IN {sql(exp.to_identifier(schema))}")
+    except Exception:  # noqa: BLE001 - the schema does not exist (yet)
+        return None
+    # (namespace, name, isTemporary): the session's temporary views are no schema's
+    view_names = {str(r[1]).lower() for r in views if not r[2]}
+    relations = {str(r[1]).lower(): str(r[1]).lower() in view_names for r in tables if not r[2]}
+    owners = {cleanup.owner(name) for name in relations} - {None}
+    ivm_views = set()
+    for name in sorted(o for o in owners if o is not None and relations.get(o)):
+        props = table_properties(executor.fetch, f"{schema}.{name}")
+        if "ivm.state_table" in props:
+            ivm_views.add(name)
+    return cleanup.Listing(schema, relations, ivm_views)
