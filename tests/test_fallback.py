@@ -101,3 +101,23 @@ def test_an_unknown_setting_is_an_error_naming_it(project: SmallProject):
     assert not result.success
     message = " ".join(str(r.message) for r in result.result.results)
     assert "ivm_unsupported = 'skip' is not one of error, rebuild" in message, message
+
+
+def test_a_versioned_model_is_named_with_its_version(project: SmallProject):
+    """Messages name a versioned model `name.vN` (not `vN`); an unknown `ivm_refresh` is an
+    error naming it and the values it takes."""
+    p = project
+    versions = {"version": 2, "models": [{"name": "priced", "versions": [{"v": 2}]}]}
+    (p.root / "models" / "priced.yml").write_text(json.dumps(versions))
+    _write(p, "priced_v2", "{{ config(materialized='ivm', ivm_refresh='sometimes') }}\n", PLAIN_SQL)
+    try:
+        result = p.dbt("run", "--select", "priced")
+        assert not result.success
+        message = " ".join(str(r.message) for r in result.result.results)
+        assert (
+            "ivm model 'priced.v2': ivm_refresh = 'sometimes' is not one of auto, incremental, full"
+            in message
+        ), message
+    finally:
+        (p.root / "models" / "priced.yml").unlink()
+        (p.root / "models" / "priced_v2.sql").unlink()

@@ -12,9 +12,15 @@
 
   {{ run_hooks(pre_hooks) }}
 
+  {#- the name messages use: dbt's, with the version of a versioned model (`orders.v2`) -#}
+  {%- set model_name = model.get('name') or this.identifier -%}
+  {%- if model.get('version') is not none -%}
+    {%- set model_name = model_name ~ '.v' ~ model['version'] -%}
+  {%- endif -%}
+
   {#- capture (pin snapshots, write change logs), delta, recompute and commit: one call -#}
   {%- set result = adapter.ivm_maintain(
-        model['unique_id'].split('.')[-1] if model.get('unique_id') else this.identifier,
+        model_name,
         sql, this.schema, this.identifier,
         existing.type if existing is not none else none,
         should_full_refresh(),
