@@ -114,7 +114,10 @@ def test_plots_and_markdown(tiny_run: tuple[dict[str, Any], Path, Path]) -> None
     assert "old results" not in text and text.startswith("# bench\n") and text.endswith("\nend\n")
     for model in MODELS:
         assert re.search(
-            rf"^\| {model} \| 1\.0% \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \|$", text, re.MULTILINE
+            # ... | full / ivm | ran as rebuild (none: --refresh incremental)
+            rf"^\| {model} \| 1\.0% \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x \| 0 of 1 \|$",
+            text,
+            re.MULTILINE,
         )
     assert "12 of 12 passed" in text
     assert "`--base-write-mode merge-on-read`" in text

@@ -23,7 +23,8 @@ guide to a rebuild's (the first run of a process pays for the JVM's warm-up, mea
 `KEEP` runs, `auto` also rebuilds, to time one, where the refresh's estimate is at least half
 the rebuild's. A run's seconds are
 known only once its commit is: the next run reads them from the time of the state's last
-commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too.
+commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too (under
+`auto` only: that read costs a reload of the state's table).
 
 The history forgets: a model whose refreshes lost to rebuilds keeps rebuilding only until
 its last refresh falls out of the `KEEP` runs, then the prior decides again, so a workload

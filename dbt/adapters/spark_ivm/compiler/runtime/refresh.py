@@ -119,7 +119,10 @@ class Maintainer(CommitWriter):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 return self._unchanged(heads)
-            self.runs = self._history(meta)
+            # Timing the last run costs a read of the state's head (and a reload of its
+            # table); only `auto` decides by the times.
+            auto = self.policy is cost.Policy.AUTO
+            self.runs = self._history(meta) if auto else cost.history(meta.recorded)
             facts = self._recorded_facts(meta, heads)
         the_plan = self.plan_state(default_db, facts)
         self.last_plan = the_plan
