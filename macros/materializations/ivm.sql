@@ -30,7 +30,7 @@
         model.get('unique_id'),
         config.get('ivm_refresh')) -%}
 
-  {%- if result['mode'] == 'build' and existing is not none and not result['in_place'] -%}
+  {%- if result['creates_view'] and existing is not none -%}
     {{ adapter.drop_relation(existing) }}
   {%- elif result['mode'] == 'rebuild' -%}
     {#- ivm_unsupported='rebuild': a table written in full (CREATE OR REPLACE keeps the old

@@ -17,7 +17,6 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
-from sqlglot import exp
 
 from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
@@ -239,7 +238,7 @@ class IvmJinjaApi:
             "reason": outcome.reason,
             "main_sql": outcome.main_sql,
             "summary": outcome.summary,
-            "in_place": outcome.in_place,
+            "creates_view": outcome.creates_view,
             # dbt's adapter_response for run_results.json (`response.py`)
             "response": response.response(outcome),
         }
@@ -278,28 +277,7 @@ class IvmJinjaApi:
         """Drop the companion relations of models that are no longer ivm models
         (`compiler/runtime/cleanup.py`); `models`: per schema, the identifiers of the
         project's models materialized as `ivm` and as anything else. The lines it says."""
-        executor = _ConnectionExecutor(self)
-        lines: list[str] = []
-        dropped = 0
-        for schema, found in sorted(models.items()):
-            listing = _listing(executor, schema.lower())
-            if listing is None:
-                continue
-            drops, notes = cleanup.plan_cleanup(
-                listing,
-                {m.lower() for m in found.get("ivm", [])},
-                {m.lower() for m in found.get("other", [])},
-            )
-            lines += [f"ivm_cleanup: {note}" for note in notes]
-            for drop in drops:
-                if not dry_run:
-                    executor.execute(drop.sql())
-                verb = "would drop" if dry_run else "dropped"
-                lines.append(f"ivm_cleanup: {verb} {drop.relation} ({drop.why})")
-                dropped += 1
-        if not dropped:
-            lines.append("ivm_cleanup: no companion relation of a former ivm model found")
-        return lines
+        return cleanup.clean(_ConnectionExecutor(self), models, dry_run)
 
     @available.parse_none
     def ivm_consistency_sql(self, schema: str, identifier: str) -> str:
@@ -314,23 +292,3 @@ class IvmJinjaApi:
             )
         columns = describe_columns(executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}"))
         return consistency_sql(relation, props["ivm.sql"], columns)
-
-
-def _listing(executor: _ConnectionExecutor, schema: str) -> cleanup.Listing | None:
-    """The schema's relations (None: no such schema yet), and which of the views that own
-    companions are ivm models' relations (their `ivm.state_table` property)."""
-    try:
-        tables = executor.fetch(f"SHOW TABLES IN {sql(exp.to_identifier(schema))}")
-        views = executor.fetch(f"SHOW VIEWS IN {sql(exp.to_identifier(schema))}")
-    except Exception:  # noqa: BLE001 - the schema does not exist (yet)
-        return None
-    # (namespace, name, isTemporary): the session's temporary views are no schema's
-    view_names = {str(r[1]).lower() for r in views if not r[2]}
-    relations = {str(r[1]).lower(): str(r[1]).lower() in view_names for r in tables if not r[2]}
-    owners = {cleanup.owner(name) for name in relations} - {None}
-    ivm_views = set()
-    for name in sorted(o for o in owners if o is not None and relations.get(o)):
-        props = table_properties(executor.fetch, f"{schema}.{name}")
-        if "ivm.state_table" in props:
-            ivm_views.add(name)
-    return cleanup.Listing(schema, relations, ivm_views)

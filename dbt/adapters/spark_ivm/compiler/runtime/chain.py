@@ -318,7 +318,7 @@ class ChainMaintainer:
         )
         try:
             first = aux.run()
-            if first.mode is Mode.BUILD and not first.in_place:
+            if first.creates_view:
                 if exists:
                     self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                 self.executor.execute(first.main_sql)
@@ -416,7 +416,7 @@ class ChainMaintainer:
                 )
                 done.append(stage)
                 first = stage.run()
-                if first.mode is Mode.BUILD and not first.in_place:
+                if first.creates_view:
                     # (rebuilt in place: its readers read the overwrite as its change)
                     if exists:
                         self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")

@@ -24,6 +24,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.runtime.facts import Executor, table_properties
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import STATE_TABLE
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql
+
 MARK = "__ivm_"
 
 
@@ -47,7 +53,7 @@ class Listing:
 
     schema: str
     relations: Mapping[str, bool]  # name -> is it a view
-    ivm_views: Collection[str]  # the views that are ivm models' relations (`ivm.state_table`)
+    ivm_views: Collection[str]  # the views that are ivm models' relations (`STATE_TABLE`)
 
 
 def owner(name: str) -> str | None:
@@ -107,3 +113,52 @@ def plan_cleanup(
         for model, kept in sorted(waiting.items())
     ]
     return drops, notes
+
+
+def listing(executor: Executor, schema: str) -> Listing | None:
+    """The schema's relations (None: no such schema yet), and which of the views that own
+    companions are ivm models' relations (their `STATE_TABLE` property)."""
+    try:
+        tables = executor.fetch(f"SHOW TABLES IN {sql(exp.to_identifier(schema))}")
+        views = executor.fetch(f"SHOW VIEWS IN {sql(exp.to_identifier(schema))}")
+    except Exception:  # noqa: BLE001 - the schema does not exist (yet)
+        return None
+    # (namespace, name, isTemporary): the session's temporary views are no schema's
+    view_names = {str(r[1]).lower() for r in views if not r[2]}
+    relations = {str(r[1]).lower(): str(r[1]).lower() in view_names for r in tables if not r[2]}
+    owners = {o for o in map(owner, relations) if o is not None and relations.get(o)}
+    ivm_views = {
+        name
+        for name in sorted(owners)
+        if STATE_TABLE in table_properties(executor.fetch, f"{schema}.{name}")
+    }
+    return Listing(schema, relations, ivm_views)
+
+
+def clean(
+    executor: Executor, models: Mapping[str, Mapping[str, list[str]]], dry_run: bool
+) -> list[str]:
+    """Drop (`dry_run`: only name) what `plan_cleanup` finds in each schema of `models` (per
+    schema, the identifiers of the project's models materialized as `ivm` and otherwise);
+    the lines `ivm_cleanup` prints."""
+    lines: list[str] = []
+    dropped = 0
+    for schema, found in sorted(models.items()):
+        listed = listing(executor, schema.lower())
+        if listed is None:
+            continue
+        drops, notes = plan_cleanup(
+            listed,
+            {m.lower() for m in found.get("ivm", [])},
+            {m.lower() for m in found.get("other", [])},
+        )
+        lines += [f"ivm_cleanup: {note}" for note in notes]
+        for drop in drops:
+            if not dry_run:
+                executor.execute(drop.sql())
+            verb = "would drop" if dry_run else "dropped"
+            lines.append(f"ivm_cleanup: {verb} {drop.relation} ({drop.why})")
+            dropped += 1
+    if not dropped:
+        lines.append("ivm_cleanup: no companion relation of a former ivm model found")
+    return lines

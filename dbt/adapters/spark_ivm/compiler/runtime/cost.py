@@ -35,7 +35,7 @@ guide to a rebuild's cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -282,6 +282,18 @@ class Choice:
 
     rebuild: bool
     why: str
+    guess: Estimate | None = None  # what it rests on
+
+
+def weigh(policy: Policy, runs: Sequence[Run], found: Sequence[Change], inputs: int) -> Choice:
+    """The choice for the changes `found` over inputs of `inputs` bytes (`estimate`, then
+    `choose`).
+
+    >>> weigh(Policy.AUTO, [Run("build", 0, 1.0, 0, 100)], [Change("db.t", 90, 100)], 100).rebuild
+    True
+    """
+    guess = estimate(runs, sum(c.bytes for c in found), inputs)
+    return replace(choose(policy, guess, found), guess=guess)
 
 
 def choose(policy: Policy, guess: Estimate, changes: Sequence[Change]) -> Choice:

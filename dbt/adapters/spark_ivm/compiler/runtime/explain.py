@@ -218,8 +218,7 @@ class Explainer:
         inputs = sum(c.total for c in found) + sum(
             int(meta.base(r).get("bytes", 0) or 0) for r in heads if r not in moved
         )
-        guess = cost.estimate(runs, sum(c.bytes for c in found), inputs)
-        choice = cost.choose(maintainer.policy, guess, found)
+        choice = cost.weigh(maintainer.policy, runs, found, inputs)
         does = "rebuild in place" if choice.rebuild else "refresh"
         self._say(f"next run: {does} (ivm_refresh={maintainer.policy}): {choice.why}", 2)
 

@@ -68,6 +68,12 @@ class Outcome:
     in_place: bool = False
 
     @property
+    def creates_view(self) -> bool:
+        """Must the relation's view be (re)created by `main_sql`? A build does; a rebuild in
+        place keeps the view there."""
+        return self.mode is Mode.BUILD and not self.in_place
+
+    @property
     def changed(self) -> bool:
         """Did the run write the relation's rows (a refresh that found nothing to apply
         did not)?"""

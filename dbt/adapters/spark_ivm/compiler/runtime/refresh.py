@@ -68,6 +68,8 @@ __all__ = [
 ]
 
 
+#: The view property naming a model's state table: what marks a view as an ivm model's.
+STATE_TABLE = "ivm.state_table"
 #: `FAIL_ENV` step of a rebuild in place: just before its one commit.
 REBUILD_STEP = "rebuild"
 
@@ -222,14 +224,12 @@ class Maintainer(CommitWriter):
         if changes is None:
             return cost.Run(cost.REFRESH, self.started_ms, None)
         inputs = cost.input_bytes(bases)
-        change = sum(c.bytes for c in changes)
-        guess = cost.estimate(self.runs, change, inputs)
-        choice = cost.choose(self.policy, guess, changes)
+        choice = cost.weigh(self.policy, self.runs, changes, inputs)
         if choice.rebuild:
             raise Rebuild(choice.why, in_place=True)
-        if self.policy is cost.Policy.AUTO and guess.rebuild is not None:
+        if self.policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
             self.log(f"ivm model '{self.model}': refresh: {choice.why}")
-        return cost.Run(cost.REFRESH, self.started_ms, None, change, inputs)
+        return cost.Run(cost.REFRESH, self.started_ms, None, sum(c.bytes for c in changes), inputs)
 
     def _build(self, the_plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
         how = "rebuild in place" if in_place else "full build"
@@ -275,22 +275,10 @@ class Maintainer(CommitWriter):
             self._run("build state", render.drop_state_sql(state))
             raise
         rows = self._state_rows()
-        props = {
-            "ivm.format": FORMAT_VERSION,
-            "ivm.sql_hash": digest,
-            "ivm.state_table": state,
-            "ivm.sql": (self.user_sql or self.compiled_sql).strip(),
-            **self.view_properties,
-        }
-        prop_sql = ", ".join(
-            f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
-        )
-        main_sql = (
-            f"CREATE VIEW {sql(table(self.target.view))} TBLPROPERTIES ({prop_sql}) AS "
-            f"{self._view_select(the_plan, state)}"
-        )
         if in_place:  # the view is the one there: same SQL, same state table
             main_sql = f"REFRESH TABLE {sql(table(self.target.view))}"
+        else:
+            main_sql = self._create_view_sql(the_plan, digest)
         return Outcome(
             mode=Mode.BUILD,
             reason=reason,
@@ -299,6 +287,23 @@ class Maintainer(CommitWriter):
             timings=self.timings,
             rows=StateRows(inserted=rows),
             in_place=in_place,
+        )
+
+    def _create_view_sql(self, the_plan: Plan, digest: str) -> str:
+        """The model's view over its state, its properties saying what it is built from."""
+        props = {
+            "ivm.format": FORMAT_VERSION,
+            "ivm.sql_hash": digest,
+            STATE_TABLE: self.target.state,
+            "ivm.sql": (self.user_sql or self.compiled_sql).strip(),
+            **self.view_properties,
+        }
+        prop_sql = ", ".join(
+            f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
+        )
+        return (
+            f"CREATE VIEW {sql(table(self.target.view))} TBLPROPERTIES ({prop_sql}) AS "
+            f"{self._view_select(the_plan, self.target.state)}"
         )
 
     def _view_select(self, the_plan: Plan, state: str) -> str:
