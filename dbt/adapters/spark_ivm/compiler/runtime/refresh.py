@@ -28,8 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from sqlglot import exp
-
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
@@ -38,7 +36,7 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.optimize import factored
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, view
 from dbt.adapters.spark_ivm.compiler.runtime.commit import FAIL_ENV, STEPS, CommitWriter
 from dbt.adapters.spark_ivm.compiler.runtime.facts import (
     FORMAT_VERSION,
@@ -53,11 +51,13 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     StateRows,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta, written
+from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 __all__ = [
     "FAIL_ENV",
     "REBUILD_STEP",
+    "STATE_TABLE",
     "STEPS",
     "Maintainer",
     "Mode",
@@ -68,8 +68,6 @@ __all__ = [
 ]
 
 
-#: The view property naming a model's state table: what marks a view as an ivm model's.
-STATE_TABLE = "ivm.state_table"
 #: `FAIL_ENV` step of a rebuild in place: just before its one commit.
 REBUILD_STEP = "rebuild"
 
@@ -278,7 +276,14 @@ class Maintainer(CommitWriter):
         if in_place:  # the view is the one there: same SQL, same state table
             main_sql = f"REFRESH TABLE {sql(table(self.target.view))}"
         else:
-            main_sql = self._create_view_sql(the_plan, digest)
+            main_sql = view.create_view_sql(
+                self.target,
+                the_plan,
+                digest,
+                (self.user_sql or self.compiled_sql).strip(),
+                self.view_properties,
+                self.top,
+            )
         return Outcome(
             mode=Mode.BUILD,
             reason=reason,
@@ -288,27 +293,6 @@ class Maintainer(CommitWriter):
             rows=StateRows(inserted=rows),
             in_place=in_place,
         )
-
-    def _create_view_sql(self, the_plan: Plan, digest: str) -> str:
-        """The model's view over its state, its properties saying what it is built from."""
-        props = {
-            "ivm.format": FORMAT_VERSION,
-            "ivm.sql_hash": digest,
-            STATE_TABLE: self.target.state,
-            "ivm.sql": (self.user_sql or self.compiled_sql).strip(),
-            **self.view_properties,
-        }
-        prop_sql = ", ".join(
-            f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
-        )
-        return (
-            f"CREATE VIEW {sql(table(self.target.view))} TBLPROPERTIES ({prop_sql}) AS "
-            f"{self._view_select(the_plan, self.target.state)}"
-        )
-
-    def _view_select(self, the_plan: Plan, state: str) -> str:
-        view = render.view_select(the_plan, state)
-        return self.top.limited(view) if self.top is not None else view
 
     def _refresh(
         self, the_plan: Plan, meta: StateMeta, digest: str, heads: dict[str, Head] | None
