@@ -49,6 +49,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
+from dbt.adapters.spark_ivm.compiler.runtime.view import ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
@@ -100,6 +101,8 @@ class ChainMaintainer:
     publish: bool = False
     # The model's ORDER BY .. LIMIT, applied by its view (`top_k.py`); set by `run`.
     top: top_k.TopK | None = None
+    # dbt's `persist_docs` for the model's view (`view.py`); its states' views get none.
+    docs: ViewDocs | None = None
 
     def maintainer(self, **kwargs) -> Maintainer:
         extra = kwargs.pop("view_properties", {})
@@ -127,6 +130,7 @@ class ChainMaintainer:
         own = kwargs.get("target", self.target) == self.target
         base["publish"] = self.publish and own
         base["top"] = self.top if own else None
+        base["docs"] = self.docs if own else None
         return Maintainer(**{**base, **kwargs})
 
     def properties_of(self, relation: str, base: bool = False) -> dict[str, str] | None:

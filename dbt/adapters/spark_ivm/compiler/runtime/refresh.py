@@ -51,7 +51,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     StateRows,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta, written
-from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE
+from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 __all__ = [
@@ -94,6 +94,7 @@ class Maintainer(CommitWriter):
     keep_scratch: bool = False
     # The model's ORDER BY .. LIMIT (`top_k.py`): its view applies it to the state's rows.
     top: TopK | None = None
+    docs: ViewDocs | None = None  # dbt's `persist_docs` for the view (`view.py`)
     committed: bool = False  # this run's refresh committed to the state table
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
     # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
@@ -283,6 +284,7 @@ class Maintainer(CommitWriter):
                 (self.user_sql or self.compiled_sql).strip(),
                 self.view_properties,
                 self.top,
+                self.docs,
             )
         return Outcome(
             mode=Mode.BUILD,

@@ -10,6 +10,7 @@ which `ivm_consistent` compares the relation with).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -21,6 +22,14 @@ from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: The view property naming a model's state table: what marks a view as an ivm model's.
 STATE_TABLE = "ivm.state_table"
+
+
+@dataclass(frozen=True)
+class ViewDocs:
+    """What dbt's `persist_docs` puts on the model's view: its comment and its columns'."""
+
+    comment: str | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
 
 
 def view_select(the_plan: Plan, state: str, top: TopK | None = None) -> str:
@@ -37,6 +46,7 @@ def create_view_sql(
     model_sql: str,
     properties: Mapping[str, str],
     top: TopK | None = None,
+    docs: ViewDocs | None = None,
 ) -> str:
     """The model's view over its state, its properties saying what it is built from."""
     props = {
