@@ -18,6 +18,19 @@
     {%- set model_name = model_name ~ '.v' ~ model['version'] -%}
   {%- endif -%}
 
+  {#- grants: a Spark without GRANT fails the model here, before anything is built -#}
+  {%- set grant_config = config.get('grants') -%}
+  {%- do adapter.ivm_check_grants(model_name, this.schema, this.identifier, grant_config) -%}
+
+  {#- persist_docs: what it enables goes on the model's view (runtime/view.py) -#}
+  {%- set docs = {} -%}
+  {%- if config.persist_relation_docs() -%}
+    {%- do docs.update({'comment': model.get('description')}) -%}
+  {%- endif -%}
+  {%- if config.persist_column_docs() -%}
+    {%- do docs.update({'columns': model.get('columns')}) -%}
+  {%- endif -%}
+
   {#- capture (pin snapshots, write change logs), delta, recompute and commit: one call -#}
   {%- set result = adapter.ivm_maintain(
         model_name,
@@ -28,7 +41,8 @@
         config.get('ivm_unsupported'),
         graph.nodes,
         model.get('unique_id'),
-        config.get('ivm_refresh')) -%}
+        config.get('ivm_refresh'),
+        docs=docs) -%}
 
   {%- if result['creates_view'] and existing is not none -%}
     {{ adapter.drop_relation(existing) }}
@@ -46,6 +60,11 @@
   {%- endcall %}
   {#- adapter_response: the run's mode, reason and state rows (response.py) -#}
   {%- do store_result('main', response=result['response']) -%}
+
+  {#- grants on the view: should_revoke for a re-created view asks copy_grants (dbt-spark:
+      true but for `view` models), so dbt reads the grants in place before it changes any -#}
+  {%- do apply_grants(target_relation, grant_config,
+        should_revoke=should_revoke(existing, full_refresh_mode=result['creates_view'])) -%}
 
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}

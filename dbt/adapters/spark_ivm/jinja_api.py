@@ -24,6 +24,8 @@ from dbt.adapters.spark_ivm.compiler.runtime import cleanup, explain, fallback, 
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
 from dbt.adapters.spark_ivm.compiler.runtime.facts import Target, describe_columns, table_properties
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.view import DescribedView, ViewDocs, docs_sql
 from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 from dbt.adapters.spark_ivm.embedded import is_local_master
@@ -45,6 +47,10 @@ def quote(identifier: str) -> str:
 
 
 TIMINGS_ENV = "DBT_SPARK_IVM_TIMINGS"
+
+#: How Apache Spark's parser refuses what dbt's grants run (`GRANT`, `REVOKE`, `SHOW GRANT` are
+#: "not allowed"; `SHOW GRANTS ON`, dbt's statement for the grants in place, is no syntax).
+NO_GRANTS = ("Operation not allowed", "PARSE_SYNTAX_ERROR")
 
 
 class _ConnectionExecutor:
@@ -195,14 +201,17 @@ class IvmJinjaApi:
         graph_nodes: dict[str, Any] | None = None,
         unique_id: str | None = None,
         refresh: str | None = None,
+        docs: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
         `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/chain.py`),
         `unsupported` its `ivm_unsupported` config (`compiler/runtime/fallback.py`); `graph_nodes`
         (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/runtime/upstream.py`);
-        `refresh` is its `ivm_refresh` config (`compiler/runtime/cost.py`)."""
+        `refresh` is its `ivm_refresh` config (`compiler/runtime/cost.py`); `docs` what its
+        `persist_docs` puts on its view (`comment`, `columns`; `compiler/runtime/view.py`)."""
         executor = _ConnectionExecutor(self)
         target = Target(schema, identifier)
+        view_docs = ViewDocs.of(docs)
         try:
             on_refusal = fallback.unsupported_mode(unsupported, model_name)
             maintainer = ChainMaintainer(
@@ -217,6 +226,7 @@ class IvmJinjaApi:
                 log=logger.info,
                 warn=warn,
                 publish=upstream.has_ivm_readers(graph_nodes, unique_id),
+                docs=view_docs,
             )
             try:
                 outcome = maintainer.run()
@@ -227,6 +237,8 @@ class IvmJinjaApi:
                 outcome = fallback.rebuild(
                     executor, model_name, compiled_sql, target, existing_type, construct
                 )
+            if view_docs is not None:
+                self._keep_docs(executor, model_name, target, outcome, view_docs)
         except IvmError as e:
             raise DbtRuntimeError(str(e)) from e
         logger.info(f"ivm model '{model_name}': {outcome.summary}")
@@ -242,6 +254,62 @@ class IvmJinjaApi:
             # dbt's adapter_response for run_results.json (`response.py`)
             "response": response.response(outcome),
         }
+
+    @staticmethod
+    def _keep_docs(
+        executor: _ConnectionExecutor, model: str, target: Target, outcome: Outcome, docs: ViewDocs
+    ) -> None:
+        """`persist_docs` on a run that keeps the model's view (a refresh, no change, a rebuild
+        in place): the view's comments brought to the model's docs where they differ (one
+        DESCRIBE a run; `view.docs_sql`). A built view has them from its CREATE; a model
+        rebuilt in full (`ivm_unsupported='rebuild'`) is a table, which gets none: said."""
+        if outcome.mode is Mode.REBUILD:
+            warn(
+                f"ivm model '{model}': persist_docs is not applied to a model rebuilt in full "
+                "(ivm_unsupported='rebuild'): its relation is a table without comments"
+            )
+            return
+        if outcome.creates_view:
+            return
+        view = target.view
+        described = DescribedView.of(executor.fetch(f"DESCRIBE TABLE EXTENDED {sql(table(view))}"))
+        statements = docs_sql(
+            model, view, described, lambda: table_properties(executor.fetch, view), docs
+        )
+        for statement in statements:
+            executor.execute(statement)
+        if statements:
+            how = "re-created (its state kept)" if len(statements) > 1 else "altered"
+            logger.info(f"ivm model '{model}': persist_docs: view {view} {how} for new comments")
+
+    @available.parse_none
+    def ivm_check_grants(
+        self, model_name: str, schema: str, identifier: str, grants: dict[str, Any] | None
+    ) -> None:
+        """Fail the model, before anything is built, when it has `grants` and this Spark has
+        no GRANT statement (Apache Spark 3.5: the embedded session, a Spark Thrift server).
+
+        dbt-spark runs Databricks' `SHOW GRANTS ON` and `GRANT`, which Apache Spark's parser
+        refuses with an error that names neither the model nor the config. The probe is that
+        `SHOW GRANTS ON` the model's relation: an engine that has grants answers it (or says
+        the relation is not there yet: then dbt's `apply_grants` runs after the build)."""
+        if not grants:
+            return
+        relation = f"{schema}.{identifier}"
+        try:
+            _ConnectionExecutor(self).fetch(f"SHOW GRANTS ON {sql(table(relation))}")
+        except Exception as e:  # only a refusal of the statement itself counts
+            answer = str(e)
+            if not any(mark in answer for mark in NO_GRANTS):
+                return
+            first = next((line.strip() for line in answer.splitlines() if line.strip()), "")
+            raise DbtRuntimeError(
+                f"ivm model '{model_name}': its grants {dict(grants)} cannot be applied: this "
+                f"Spark has no GRANT statement (SHOW GRANTS ON {relation}: {first[:200]}). "
+                "Apache Spark keeps no privileges on tables or views; remove `grants` from the "
+                "model's config for this target (e.g. set it only where target.name is the one "
+                "whose Spark enforces grants). Nothing was built or changed."
+            ) from e
 
     @available.parse_none
     def ivm_explain(
