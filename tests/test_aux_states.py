@@ -15,7 +15,7 @@ from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.runtime.chain import aux_target
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Target
+from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 
 SCHEMA = "ivm_aux_states"
 MODEL = "aux_revenue"

@@ -5,7 +5,7 @@ made through another catalog (another process, a producer's own Spark) is invisi
 cached entry. In session mode the refresh refreshes each base table's cached Iceberg table
 object as it reads its head (`session_metadata._catalog_table`), and every later statement of
 the session reads through that object; through thrift it runs `REFRESH TABLE` on every base
-first (`FactsReader._heads`). The other writer here is a second SparkSession of the process,
+first (`Session.current_heads`). The other writer here is a second SparkSession of the process,
 which has a catalog (and cache) of its own; the test's own reads go through dbt's session,
 whose cached entry still shows the table before those commits until a refresh runs.
 

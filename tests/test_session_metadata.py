@@ -183,7 +183,7 @@ def test_metadata_files_are_read_from_the_local_disk_also_compressed(
 def test_state_columns_are_what_describe_lists(project: SmallProject) -> None:
     """The state's column types come from the catalog (no DESCRIBE): the same names and type
     strings as DESCRIBE TABLE, also for the nested columns of a MIN/MAX state."""
-    from dbt.adapters.spark_ivm.compiler.runtime.facts import describe_columns
+    from dbt.adapters.spark_ivm.compiler.runtime.executor import describe_columns
 
     for state in (STATE, f"{SCHEMA}.{MIN_MAX}__ivm_state"):
         by_sql = describe_columns(project.sql(f"DESCRIBE TABLE {state}"))

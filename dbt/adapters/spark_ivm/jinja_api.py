@@ -23,8 +23,9 @@ from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.runtime import cleanup, explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Target, describe_columns, table_properties
+from dbt.adapters.spark_ivm.compiler.runtime.executor import describe_columns, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.view import DescribedView, ViewDocs, docs_sql
 from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table

@@ -21,7 +21,7 @@ failed between its state commit and its log append, or kept no log then), the re
 the version diff of the state instead: exact, and it reads both versions.
 
 Written by the upstream right after its commit, from the keys its MERGE changed (the delta
-table, `commit.CommitWriter.changed_keys`), as the keyed version diff of the two versions: an
+table, `commit.Prepared.changed_keys`), as the keyed version diff of the two versions: an
 append to the log, never a rewrite of it. Entries of expired state snapshots are deleted when
 the state's snapshots are expired (`upkeep.py`): no reader can start from those any more.
 """

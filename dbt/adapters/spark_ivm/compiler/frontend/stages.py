@@ -41,7 +41,7 @@ from dbt.adapters.spark_ivm.compiler.frontend.normalise import (
     unbracket_joins,
 )
 from dbt.adapters.spark_ivm.compiler.operators import union
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Target
+from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 
 DIALECT = "spark"
 

@@ -36,10 +36,9 @@ from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
-from dbt.adapters.spark_ivm.compiler.runtime import cost, upstream
-from dbt.adapters.spark_ivm.compiler.runtime.facts import (
+from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, upstream
+from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
-    Target,
     describe_columns,
     is_iceberg,
     relation_properties,
@@ -48,6 +47,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.facts import (
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
+from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.runtime.view import ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -87,7 +87,7 @@ class ChainMaintainer:
     mode: str = DEFAULT_MODE
     policy: cost.Policy = cost.Policy.AUTO  # `ivm_refresh`, for each of its states
     log: Callable[[str], None] = print
-    warn: Callable[[str], None] = print  # see `FactsReader.warn`
+    warn: Callable[[str], None] = print  # see `Session.warn`
     timings: list[tuple[str, float]] = field(default_factory=list)
     known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
     # The model's own SQL (`compiled_sql` reads the views it reads through their queries).
@@ -104,30 +104,38 @@ class ChainMaintainer:
     # dbt's `persist_docs` for the model's view (`view.py`); its states' views get none.
     docs: ViewDocs | None = None
 
+    def session(self, target: Target | None = None, model: str | None = None) -> Session:
+        """A session for one of the model's states (its own timings and scratch relations;
+        the properties read are shared); `model` names an auxiliary or sub-query state."""
+        return Session(
+            executor=self.executor,
+            model=model or self.model,
+            target=target or self.target,
+            log=self.log,
+            warn=self.warn,
+            known_properties=self.known,
+        )
+
     def maintainer(self, **kwargs) -> Maintainer:
         extra = kwargs.pop("view_properties", {})
+        target = kwargs.pop("target", self.target)
         base = {
+            "session": self.session(target, kwargs.pop("model", None)),
             "view_properties": {
                 **({views.VIEWS: json.dumps(self.view_digests)} if self.view_digests else {}),
                 **extra,
             },
             "sql_changed_because": self.views_changed,
-            "known_properties": self.known,
-            "executor": self.executor,
-            "model": self.model,
             "compiled_sql": self.compiled_sql,
-            "target": self.target,
             "existing": self.existing,
             "full_refresh": self.full_refresh,
             "policy": self.policy,
-            "log": self.log,
-            "warn": self.warn,
         }
         if "compiled_sql" not in kwargs:
             base["user_sql"] = self.user_sql or None
         # Only the model's own state is read by other models (not its aux or stage states),
         # and only the model's own view is limited.
-        own = kwargs.get("target", self.target) == self.target
+        own = target == self.target
         base["publish"] = self.publish and own
         base["top"] = self.top if own else None
         base["docs"] = self.docs if own else None
@@ -245,7 +253,7 @@ class ChainMaintainer:
             try:
                 rows = self.executor.fetch(render.meta_sql(state))
                 marks = upstream.watermarks(rows[0][0] if rows else None)
-                heads = self.maintainer().current_heads(sorted(marks))
+                heads = self.session().current_heads(sorted(marks))
             except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
                 continue
             changed = upstream.behind(marks, {r: h.snapshot for r, h in heads.items()})
@@ -379,13 +387,13 @@ class ChainMaintainer:
         result columns named as Spark names the model's own SELECT's (an unaliased
         `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
         default_db = self.target.schema.lower()
-        probe = self.maintainer()
+        probe = self.session()
         relations = base_relations(self.compiled_sql, default_db, self.model)
         tree = stages.prepare(
-            self.compiled_sql, self.model, probe.base_facts(relations), default_db
+            self.compiled_sql, self.model, facts.base_facts(probe, relations), default_db
         )
         names = describe_columns(
-            probe.timed_fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
+            probe.fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
         )
         stages.name_outputs(tree, [name for name, _ in names])
         self.timings += probe.timings

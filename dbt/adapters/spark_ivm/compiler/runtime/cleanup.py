@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Executor, table_properties
+from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 

@@ -49,9 +49,9 @@ from dbt.adapters.spark_ivm.compiler.runtime.chain import (
     ChainMaintainer,
     aux_target,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Head, Target
 from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
+from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Target
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -180,7 +180,7 @@ class Explainer:
         meta = maintainer.read_meta() if rows is not None else None
         if meta is not None:
             relations = sorted(meta.watermarks)
-            heads = maintainer.current_heads([*relations, target.state])
+            heads = maintainer.session.current_heads([*relations, target.state])
             runs = cost.timed(cost.history(meta.recorded), heads.pop(target.state).updated_ms)
             for relation in relations:
                 seen, now = meta.watermarks.get(relation), heads[relation].snapshot
@@ -204,7 +204,7 @@ class Explainer:
         """What the next run would do with the change waiting, and its estimates."""
         try:
             moved = {
-                r: maintainer.table_metadata(r, h)
+                r: maintainer.session.table_metadata(r, h)
                 for r, h in heads.items()
                 if meta.base(r).get("metadata") != h.metadata
             }

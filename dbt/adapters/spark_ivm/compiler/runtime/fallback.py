@@ -27,8 +27,9 @@ from dbt.adapters.spark_ivm.compiler.errors import (
     UnsupportedQueryError,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.chain import aux_target, drop_stages, drop_state
-from dbt.adapters.spark_ivm.compiler.runtime.facts import Executor, Target, table_properties
+from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 

@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
-from sqlglot import exp
-
-from dbt.adapters.spark_ivm.compiler import capture, render
+from dbt.adapters.spark_ivm.compiler import capture
 from dbt.adapters.spark_ivm.compiler.capture import (
     changelog,
     delta_log,
@@ -31,15 +29,13 @@ from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.optimize import pruning
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables
-from dbt.adapters.spark_ivm.compiler.runtime.facts import (
+from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     ChangelogReader,
-    FactsReader,
     FileScanReader,
     MetadataReader,
-    ScratchWriter,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 
 # Key values are collected into the driver (for pruning) only from logs up to this size.
 MAX_COLLECTED_LOG_ROWS = 100_000
@@ -61,223 +57,224 @@ class Handoff:
         return chain is not None and sum(s.operation != "replace" for s in chain) == 1
 
 
-@dataclass(kw_only=True)
-class LogWriter(FactsReader):
-    """Writes a refresh's change logs (and its other scratch relations) over `executor`."""
+@dataclass
+class Captured:
+    """A refresh's change logs: the scratch relation of each base relation with delta rows,
+    each changed relation's delta rows, and how each change was read (for the log line)."""
 
-    # Changes handed over by an upstream state in this run, by its state table: the
-    # snapshot the hand-over starts at, and its changed keys (None: no data row changed).
-    handoff: dict[str, Handoff] = field(default_factory=dict)
-    scratch: list[str] = field(default_factory=list)  # session views this refresh created
-    captured: dict[str, str] = field(default_factory=dict)  # base relation -> capture method
+    logs: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    methods: dict[str, str] = field(default_factory=dict)
 
-    def _compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
-        """Compute a scratch relation (see `render.create_scratch_sql`)."""
-        self.scratch.append(name)
-        if isinstance(self.executor, ScratchWriter):
-            start = time.monotonic()
-            if self.executor.scratch_view(sql(select), name):
-                self.timings.append((label, time.monotonic() - start))
-                return
-        for statement in render.create_scratch_sql(name, select):
-            self._run(label, statement)
 
-    def _count_rows(self, label: str, name: str) -> int:
-        """The rows of a computed scratch relation (one small job over its rows)."""
-        return int(self.timed_fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
-
-    def _capture(
-        self,
-        query: Query,
-        watermarks: dict[str, int | None],
-        pinned: dict[str, int | None],
-        metadata: dict[str, base_tables.TableMetadata],
-    ) -> tuple[dict[str, str], dict[str, int]]:
-        """Write one compacted log per changed base relation; `Rebuild` when a base table's
-        change since the watermark cannot be read (`capture.choose_method`)."""
-        logs: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        read = query.columns_read()
-        filters = selection.pushed_filters(query)
-        for index, relation in enumerate(query.relations):
-            old, new = watermarks.get(relation), pinned[relation]
-            counts[relation] = 0
-            if old == new:
-                continue
-            if any(metadata[relation].stale(snap, read[relation]) for snap in (old, new)):
-                raise Rebuild(
-                    f"base table {relation} changed, and its snapshots carry an older schema "
-                    "than the table (a column the model reads was renamed after a commit)"
-                )
-            method = capture.choose_method(metadata[relation].snapshots, old, new)
-            if isinstance(method, Refusal):
-                raise Rebuild(f"the change of base table {relation} cannot be read: {method}")
-            if method is capture.CaptureMethod.NONE or new is None:
-                continue
-            columns = read[relation]
-            # doubles grouped by their text in the log (`capture/weights.py`)
-            exact = weights.exact_columns(query.columns_of(relation))
-            log_table = self.target.log(index)
-            handed = self.handoff.get(relation)
-            if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):
-                handed = None
-            if handed is not None and handed.keys is None:
-                self.captured[relation] = "handed over: no row changed"
-                continue
-            logged = None
-            if handed is None and delta_log.is_model_state(relation):
-                logged = self._logged_commits(relation, metadata[relation].snapshots, old, new)
-            if handed is not None and handed.keys is not None:
-                self.captured[relation] = "handed over, keyed version diff"
-                select = version_diff.log_select(relation, old, new, columns, handed.keys, exact)
-            elif isinstance(logged, list):
-                many = "refresh" if len(logged) == 1 else "refreshes"
-                self.captured[relation] = f"delta log of {len(logged)} {many}"
-                select = delta_log.log_select(relation, logged, columns, exact)
-            elif method is capture.CaptureMethod.CHANGELOG:
-                view = self.target.changelog_view(index)
-                self.scratch.append(view)
-                self.captured[relation] = self._changelog_view(relation, old, new, view)
-                select = changelog.log_select(view, columns, exact)
+def write_logs(
+    session: Session,
+    query: Query,
+    watermarks: dict[str, int | None],
+    pinned: dict[str, int | None],
+    metadata: dict[str, base_tables.TableMetadata],
+    handoff: Mapping[str, Handoff],
+) -> Captured:
+    """Write one compacted log per changed base relation; `Rebuild` when a base table's
+    change since the watermark cannot be read (`capture.choose_method`). `handoff`: the
+    changes upstream states of this model handed over in this run, by state table."""
+    found = Captured()
+    logs, counts = found.logs, found.counts
+    read = query.columns_read()
+    filters = selection.pushed_filters(query)
+    for index, relation in enumerate(query.relations):
+        old, new = watermarks.get(relation), pinned[relation]
+        counts[relation] = 0
+        if old == new:
+            continue
+        if any(metadata[relation].stale(snap, read[relation]) for snap in (old, new)):
+            raise Rebuild(
+                f"base table {relation} changed, and its snapshots carry an older schema "
+                "than the table (a column the model reads was renamed after a commit)"
+            )
+        method = capture.choose_method(metadata[relation].snapshots, old, new)
+        if isinstance(method, Refusal):
+            raise Rebuild(f"the change of base table {relation} cannot be read: {method}")
+        if method is capture.CaptureMethod.NONE or new is None:
+            continue
+        columns = read[relation]
+        # doubles grouped by their text in the log (`capture/weights.py`)
+        exact = weights.exact_columns(query.columns_of(relation))
+        log_table = session.target.log(index)
+        handed = handoff.get(relation)
+        if handed is not None and not handed.covers(metadata[relation].snapshots, old, new):
+            handed = None
+        if handed is not None and handed.keys is None:
+            found.methods[relation] = "handed over: no row changed"
+            continue
+        logged = None
+        if handed is None and delta_log.is_model_state(relation):
+            logged = _logged_commits(session, relation, metadata[relation].snapshots, old, new)
+        if handed is not None and handed.keys is not None:
+            found.methods[relation] = "handed over, keyed version diff"
+            select = version_diff.log_select(relation, old, new, columns, handed.keys, exact)
+        elif isinstance(logged, list):
+            many = "refresh" if len(logged) == 1 else "refreshes"
+            found.methods[relation] = f"delta log of {len(logged)} {many}"
+            select = delta_log.log_select(relation, logged, columns, exact)
+        elif method is capture.CaptureMethod.CHANGELOG:
+            view = session.target.changelog_view(index)
+            session.scratch.append(view)
+            found.methods[relation] = _changelog_view(session, relation, old, new, view)
+            select = changelog.log_select(view, columns, exact)
+        else:
+            snapshots = metadata[relation].snapshots
+            touched = _touched(session, relation, query, snapshots, old, new)
+            views = (
+                None
+                if touched is None
+                else _file_scans(session, relation, index, old, new, touched)
+            )
+            found.methods[relation] = (
+                "version diff"
+                + (f" of {touched.count} touched files" if touched else "")
+                + (f", {views[2]}" if views else "")
+                + (f" ({logged})" if logged else "")
+            )
+            if views is not None:
+                select = merge_on_read.log_select(views[0], views[1], columns, exact)
             else:
-                snapshots = metadata[relation].snapshots
-                touched = self._touched(relation, query, snapshots, old, new)
-                views = (
-                    None
-                    if touched is None
-                    else self._file_scans(relation, index, old, new, touched)
+                select = version_diff.log_select(
+                    relation, old, new, columns, exact=exact, touched=touched
                 )
-                self.captured[relation] = (
-                    "version diff"
-                    + (f" of {touched.count} touched files" if touched else "")
-                    + (f", {views[2]}" if views else "")
-                    + (f" ({logged})" if logged else "")
-                )
-                if views is not None:
-                    select = merge_on_read.log_select(views[0], views[1], columns, exact)
-                else:
-                    select = version_diff.log_select(
-                        relation, old, new, columns, exact=exact, touched=touched
-                    )
-            if relation in filters:
-                select = selection.filtered_log(select, filters[relation])
-            self._compute_scratch(f"log {relation}", log_table, select)
-            n = self._count_rows("count", log_table)
-            counts[relation] = n
-            if n:
-                logs[relation] = log_table
-        return logs, counts
+        if relation in filters:
+            select = selection.filtered_log(select, filters[relation])
+        session.compute_scratch(f"log {relation}", log_table, select)
+        n = session.count_rows("count", log_table)
+        counts[relation] = n
+        if n:
+            logs[relation] = log_table
+    return found
 
-    def _touched(
-        self,
-        relation: str,
-        query: Query,
-        snapshots: Mapping[int, capture.Snapshot],
-        old: int | None,
-        new: int,
-    ) -> touched_files.Touched | None:
-        """The data files a version diff old -> new must pair (`touched_files.py`); None:
-        all (no old version, not a descendant of it, or the manifests do not bound them)."""
-        chain = capture.lineage(snapshots, old, new)
-        if old is None or not chain:
-            return None
-        ids = [s.snapshot_id for s in chain]
-        rows = None
-        if isinstance(self.executor, MetadataReader):
-            reader = self.executor
-            rows = self._timed(
-                "touched files",
-                lambda: reader.iceberg_window_files(
-                    relation, ids, touched_files.DELETE_FILE_PATH_ID
-                ),
-            )
-        if rows is None:
-            try:
-                rows = self.timed_fetch("touched files", touched_files.entries_sql(relation, ids))
-            except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
-                return None
-        found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
-        return None if isinstance(found, Refusal) else found
 
-    def _file_scans(
-        self, relation: str, index: int, old: int | None, new: int, touched: touched_files.Touched
-    ) -> tuple[str, str, str] | None:
-        """The two sides of a touched-files version diff read through their files only
-        (`capture/merge_on_read.py`): (new side's view, old side's view, what was read), or
-        None where the connection cannot (then SQL scans both versions whole)."""
-        if old is None or not isinstance(self.executor, FileScanReader):
-            return None
-        start = time.monotonic()
-        read: list[tuple[int, int]] = []
-        views = (self.target.file_scan(index, new=True), self.target.file_scan(index, new=False))
-        for view, snapshot, is_new in ((views[0], new, True), (views[1], old, False)):
-            self.scratch.append(view)
-            found = self.executor.file_scan_view(
-                relation, snapshot, partial(touched.keeps, new=is_new), view
-            )
-            if found is None:
-                return None
-            read.append(found)
-        self.timings.append(("stage files", time.monotonic() - start))
-        (new_kept, new_planned), (old_kept, old_planned) = read
-        return (
-            *views,
-            f"read {new_kept} of {new_planned} files new, {old_kept} of {old_planned} old",
+def _touched(
+    session: Session,
+    relation: str,
+    query: Query,
+    snapshots: Mapping[int, capture.Snapshot],
+    old: int | None,
+    new: int,
+) -> touched_files.Touched | None:
+    """The data files a version diff old -> new must pair (`touched_files.py`); None:
+    all (no old version, not a descendant of it, or the manifests do not bound them)."""
+    chain = capture.lineage(snapshots, old, new)
+    if old is None or not chain:
+        return None
+    ids = [s.snapshot_id for s in chain]
+    rows = None
+    if isinstance(session.executor, MetadataReader):
+        reader = session.executor
+        rows = session.timed(
+            "touched files",
+            lambda: reader.iceberg_window_files(relation, ids, touched_files.DELETE_FILE_PATH_ID),
         )
-
-    def _logged_commits(
-        self, state: str, snapshots: Mapping[int, capture.Snapshot], old: int | None, new: int
-    ) -> list[int] | Refusal:
-        """The commits to an upstream ivm model's state from `old` to `new` when its delta log
-        holds every one of them (`capture/delta_log.py`), else why not (then: version diff)."""
-        chain = capture.lineage(snapshots, old, new)
-        if chain is None:
-            return Refusal("its state is not a descendant of the version this model read")
-        commits = [s.snapshot_id for s in chain if s.operation != "replace"]
+    if rows is None:
         try:
-            rows = self.timed_fetch("delta log", delta_log.covered_sql(state, commits))
-        except Exception:  # noqa: BLE001 - the upstream keeps no delta log
-            return Refusal(f"{delta_log.log_of(state)} cannot be read")
-        found = {int(r[0]) for r in rows}
-        missing = len([c for c in commits if c not in found])
-        if missing:
-            return Refusal(f"{delta_log.log_of(state)} lacks {missing} of {len(commits)} refreshes")
-        return commits
+            rows = session.fetch("touched files", touched_files.entries_sql(relation, ids))
+        except Exception:  # noqa: BLE001 - no readable manifests: pair both versions whole
+            return None
+    found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
+    return None if isinstance(found, Refusal) else found
 
-    def _changelog_view(self, relation: str, old: int | None, new: int, view: str) -> str:
-        """The changelog scan old -> new as the temp view `view`: raw where the connection
-        can read it so, else through Iceberg's procedure (carry-overs removed). Returns
-        which, for the log line."""
-        start = time.monotonic()
-        if isinstance(self.executor, ChangelogReader) and self.executor.changelog_view(
-            relation, changelog.scan_options(old, new), view
-        ):
-            self.timings.append(("changelog", time.monotonic() - start))
-            return "changelog scan"
-        self._run("changelog", changelog.procedure_sql(relation, old, new, view))
-        return "changelog procedure"
 
-    def _key_ranges(
-        self, query: Query, logs: dict[str, str], counts: dict[str, int]
-    ) -> dict[tuple[int, str], pruning.KeyRange]:
-        """The join keys each changed input's log touches, for `pruning.prune_terms`: one
-        pass per log; values are listed only for logs small enough to collect."""
-        wanted: dict[str, list[str]] = {}
-        for link in pruning.key_links(query):
-            relation = query.inputs[link.delta].relation
-            if relation in logs and link.delta_column not in wanted.setdefault(relation, []):
-                wanted[relation].append(link.delta_column)
-        by_relation: dict[str, dict[str, pruning.KeyRange]] = {}
-        for relation, columns in wanted.items():
-            if not columns:
-                continue
-            with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
-            dtypes = dict(query.columns_of(relation))
-            stats = pruning.key_stats_sql(logs[relation], columns, with_values, dtypes)
-            row = self.timed_fetch("key ranges", stats)[0]
-            by_relation[relation] = pruning.parse_key_stats(row, columns, with_values, dtypes)
-        return {
-            (i, column): key_range
-            for i, inp in enumerate(query.inputs)
-            for column, key_range in by_relation.get(inp.relation, {}).items()
-        }
+def _file_scans(
+    session: Session,
+    relation: str,
+    index: int,
+    old: int | None,
+    new: int,
+    touched: touched_files.Touched,
+) -> tuple[str, str, str] | None:
+    """The two sides of a touched-files version diff read through their files only
+    (`capture/merge_on_read.py`): (new side's view, old side's view, what was read), or
+    None where the connection cannot (then SQL scans both versions whole)."""
+    executor = session.executor
+    if old is None or not isinstance(executor, FileScanReader):
+        return None
+    start = time.monotonic()
+    read: list[tuple[int, int]] = []
+    views = (session.target.file_scan(index, new=True), session.target.file_scan(index, new=False))
+    for view, snapshot, is_new in ((views[0], new, True), (views[1], old, False)):
+        session.scratch.append(view)
+        found = executor.file_scan_view(
+            relation, snapshot, partial(touched.keeps, new=is_new), view
+        )
+        if found is None:
+            return None
+        read.append(found)
+    session.timings.append(("stage files", time.monotonic() - start))
+    (new_kept, new_planned), (old_kept, old_planned) = read
+    return (
+        *views,
+        f"read {new_kept} of {new_planned} files new, {old_kept} of {old_planned} old",
+    )
+
+
+def _logged_commits(
+    session: Session,
+    state: str,
+    snapshots: Mapping[int, capture.Snapshot],
+    old: int | None,
+    new: int,
+) -> list[int] | Refusal:
+    """The commits to an upstream ivm model's state from `old` to `new` when its delta log
+    holds every one of them (`capture/delta_log.py`), else why not (then: version diff)."""
+    chain = capture.lineage(snapshots, old, new)
+    if chain is None:
+        return Refusal("its state is not a descendant of the version this model read")
+    commits = [s.snapshot_id for s in chain if s.operation != "replace"]
+    try:
+        rows = session.fetch("delta log", delta_log.covered_sql(state, commits))
+    except Exception:  # noqa: BLE001 - the upstream keeps no delta log
+        return Refusal(f"{delta_log.log_of(state)} cannot be read")
+    found = {int(r[0]) for r in rows}
+    missing = len([c for c in commits if c not in found])
+    if missing:
+        return Refusal(f"{delta_log.log_of(state)} lacks {missing} of {len(commits)} refreshes")
+    return commits
+
+
+def _changelog_view(session: Session, relation: str, old: int | None, new: int, view: str) -> str:
+    """The changelog scan old -> new as the temp view `view`: raw where the connection
+    can read it so, else through Iceberg's procedure (carry-overs removed). Returns
+    which, for the log line."""
+    start = time.monotonic()
+    executor = session.executor
+    if isinstance(executor, ChangelogReader) and executor.changelog_view(
+        relation, changelog.scan_options(old, new), view
+    ):
+        session.timings.append(("changelog", time.monotonic() - start))
+        return "changelog scan"
+    session.run("changelog", changelog.procedure_sql(relation, old, new, view))
+    return "changelog procedure"
+
+
+def key_ranges(
+    session: Session, query: Query, logs: dict[str, str], counts: dict[str, int]
+) -> dict[tuple[int, str], pruning.KeyRange]:
+    """The join keys each changed input's log touches, for `pruning.prune_terms`: one
+    pass per log; values are listed only for logs small enough to collect."""
+    wanted: dict[str, list[str]] = {}
+    for link in pruning.key_links(query):
+        relation = query.inputs[link.delta].relation
+        if relation in logs and link.delta_column not in wanted.setdefault(relation, []):
+            wanted[relation].append(link.delta_column)
+    by_relation: dict[str, dict[str, pruning.KeyRange]] = {}
+    for relation, columns in wanted.items():
+        if not columns:
+            continue
+        with_values = counts.get(relation, 0) <= MAX_COLLECTED_LOG_ROWS
+        dtypes = dict(query.columns_of(relation))
+        stats = pruning.key_stats_sql(logs[relation], columns, with_values, dtypes)
+        row = session.fetch("key ranges", stats)[0]
+        by_relation[relation] = pruning.parse_key_stats(row, columns, with_values, dtypes)
+    return {
+        (i, column): key_range
+        for i, inp in enumerate(query.inputs)
+        for column, key_range in by_relation.get(inp.relation, {}).items()
+    }

@@ -26,7 +26,6 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
@@ -36,13 +35,10 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.optimize import factored
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, view
-from dbt.adapters.spark_ivm.compiler.runtime.commit import FAIL_ENV, STEPS, CommitWriter
-from dbt.adapters.spark_ivm.compiler.runtime.facts import (
-    FORMAT_VERSION,
-    Head,
-    ScratchWriter,
-)
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, commit, cost, facts, logs, view
+from dbt.adapters.spark_ivm.compiler.runtime.commit import FAIL_ENV, STEPS, checkpoint
+from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
+from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     FIRST_RUN,
     Mode,
@@ -50,6 +46,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     Rebuild,
     StateRows,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -77,9 +74,12 @@ def sql_hash(compiled_sql: str) -> str:
 
 
 @dataclass(kw_only=True)
-class Maintainer(CommitWriter):
-    """Builds or refreshes one model. Decisions are pure; SQL goes through `executor`."""
+class Maintainer:
+    """Builds or refreshes one state of a model. Decisions are pure; SQL goes through the
+    `session`, and each step is a function over it (`facts`, `logs`, `commit`)."""
 
+    session: Session
+    compiled_sql: str
     existing: str | None  # None, "view" or "table": what the relation is now
     full_refresh: bool = False
     # The model's own SQL where `compiled_sql` is a rewrite of it (`chain.py`): the view's
@@ -95,12 +95,38 @@ class Maintainer(CommitWriter):
     # The model's ORDER BY .. LIMIT (`top_k.py`): its view applies it to the state's rows.
     top: TopK | None = None
     docs: ViewDocs | None = None  # dbt's `persist_docs` for the view (`view.py`)
+    # Changes handed over by an upstream state in this run, by its state table (`chain.py`).
+    handoff: dict[str, Handoff] = field(default_factory=dict)
+    # Other ivm models read this one: keep its delta log (`capture/delta_log.py`).
+    publish: bool = False
     committed: bool = False  # this run's refresh committed to the state table
+    # Where the state keys this refresh changed are (an auxiliary state hands them on).
+    changed_keys: tuple[str, list[str]] | None = None
+    data_changed: bool = False  # this run's commit changed data rows of the state
+    found_format: str | None = None  # the state format of the existing view (`facts.Found`)
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
     # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
     policy: cost.Policy = cost.Policy.AUTO
     runs: list[cost.Run] = field(default_factory=list)
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def target(self) -> Target:
+        return self.session.target
+
+    @property
+    def model(self) -> str:
+        return self.session.model
+
+    def read_meta(self) -> StateMeta | None:
+        """The state's committed metadata row (None: no readable ivm state)."""
+        found = facts.read_meta(self.session)
+        self.found_format = found.format
+        return found.meta
+
+    def plan_state(self, default_db: str, recorded: dict | None = None) -> Plan:
+        """The state's plan (`facts.plan_state`)."""
+        return facts.plan_state(self.session, self.compiled_sql, default_db, recorded)
 
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -108,13 +134,16 @@ class Maintainer(CommitWriter):
         digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
         meta = self.read_meta() if self.existing == "view" and not self.full_refresh else None
         heads: dict[str, Head] | None = None
-        facts: dict | None = None
-        if meta is not None and self._same_model(meta, digest, default_db):
+        recorded: dict | None = None
+        same = meta is not None and facts.same_model(
+            meta, digest, self.compiled_sql, default_db, self.model
+        )
+        if meta is not None and same:
             try:
-                heads = self.current_heads(list(meta.watermarks))
+                heads = self.session.current_heads(list(meta.watermarks))
             except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
                 heads = None
-            self._checkpoint("capture")
+            checkpoint(self.model, "capture")
         if meta is not None and heads is not None:
             if all(meta.base(r).get("metadata") == h.metadata for r, h in heads.items()):
                 # No base table's metadata file moved: nothing can have changed, and the
@@ -124,11 +153,11 @@ class Maintainer(CommitWriter):
             # table); only `auto` decides by the times.
             auto = self.policy is cost.Policy.AUTO
             self.runs = self._history(meta) if auto else cost.history(meta.recorded)
-            facts = self._recorded_facts(meta, heads)
-        the_plan = self.plan_state(default_db, facts)
+            recorded = facts.recorded_facts(self.session, meta, heads)
+        the_plan = self.plan_state(default_db, recorded)
         self.last_plan = the_plan
         for note in the_plan.query.notes:
-            self.log(f"ivm model '{self.model}': {note}")
+            self.session.log(f"ivm model '{self.model}': {note}")
         reason = self._rebuild_reason(meta, digest, the_plan)
         in_place = False
         if reason is None:
@@ -138,14 +167,16 @@ class Maintainer(CommitWriter):
             except Rebuild as rebuild:
                 reason, in_place = rebuild.reason, rebuild.in_place
             finally:
-                self._drop_scratch()
+                if not self.keep_scratch:  # else the caller reads the delta table first
+                    self.session.drop_scratch()
         return self._build(the_plan, digest, reason, in_place)
 
     def _history(self, meta: StateMeta) -> list[cost.Run]:
         """The state's recorded runs, the last one timed by the state's last commit (read
         only when a base changed: a run that finds no change reads one head per base)."""
+        state = self.target.state
         try:
-            committed = self.current_heads([self.target.state])[self.target.state].updated_ms
+            committed = self.session.current_heads([state])[state].updated_ms
         except Exception:  # noqa: BLE001 - the refresh finds out what is wrong with the state
             committed = None
         return cost.timed(cost.history(meta.recorded), committed)
@@ -157,29 +188,14 @@ class Maintainer(CommitWriter):
             reason="incremental",
             main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
             summary=f"no MERGE: no base table changed ({changes})",
-            timings=self.timings,
+            timings=self.session.timings,
             rows=StateRows(),
         )
-
-    def _drop_scratch(self) -> None:
-        """Release the refresh's cached views (also after a failure: they hold memory)."""
-        if self.keep_scratch:
-            return  # the caller reads the delta table first (`release_scratch`)
-        while self.scratch:
-            view = self.scratch.pop()
-            try:
-                if isinstance(self.executor, ScratchWriter):
-                    drop = partial(self.executor.drop_scratch_view, view)
-                    if self._timed("drop scratch", drop):
-                        continue
-                self._run("drop scratch", render.drop_scratch_sql(view))
-            except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
-                self.warn(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
 
     def release_scratch(self) -> None:
         """Drop the scratch relations a run with `keep_scratch` left."""
         self.keep_scratch = False
-        self._drop_scratch()
+        self.session.drop_scratch()
 
     def _rebuild_reason(self, meta: StateMeta | None, digest: str, the_plan: Plan) -> str | None:
         if self.existing is None:
@@ -205,8 +221,8 @@ class Maintainer(CommitWriter):
         return None
 
     def _pin(self, relations: Sequence[str]) -> dict[str, Head]:
-        heads = self.current_heads(relations)
-        self._checkpoint("capture")
+        heads = self.session.current_heads(relations)
+        checkpoint(self.model, "capture")
         return heads
 
     def _choose(
@@ -227,16 +243,16 @@ class Maintainer(CommitWriter):
         if choice.rebuild:
             raise Rebuild(choice.why, in_place=True)
         if self.policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
-            self.log(f"ivm model '{self.model}': refresh: {choice.why}")
+            self.session.log(f"ivm model '{self.model}': refresh: {choice.why}")
         return cost.Run(cost.REFRESH, self.started_ms, None, sum(c.bytes for c in changes), inputs)
 
     def _build(self, the_plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
         how = "rebuild in place" if in_place else "full build"
-        self.log(f"ivm model '{self.model}': {how} ({reason})")
+        self.session.log(f"ivm model '{self.model}': {how} ({reason})")
         heads = self._pin(the_plan.query.relations)
         read = the_plan.query.columns_read()
         bases = {
-            r: base_tables.fingerprint(self.table_metadata(r, head), read[r], head.snapshot)
+            r: base_tables.fingerprint(self.session.table_metadata(r, head), read[r], head.snapshot)
             for r, head in heads.items()
         }
         pinned = {r: h.snapshot for r, h in heads.items()}
@@ -259,21 +275,21 @@ class Maintainer(CommitWriter):
         if in_place:
             # One commit: readers see the old rows until it, and a reader of this model's
             # delta log finds a commit with no entry and reads the version diff instead.
-            self._checkpoint(REBUILD_STEP)
-            self._run("build state", render.overwrite_state_sql(state, select))
+            checkpoint(self.model, REBUILD_STEP)
+            self.session.run("build state", render.overwrite_state_sql(state, select))
         else:
             for statement in render.create_state_sql(state, select):
-                self._run("build state", statement)
+                self.session.run("build state", statement)
             if self.publish:
                 for statement in delta_log.create_sql(state):
-                    self._run("delta log", statement)
+                    self.session.run("delta log", statement)
         try:
-            self._check_unmoved(heads, live)
+            facts.check_unmoved(self.session, heads, live)
         except BaseRelationError:
             # Its rows may hold a later commit than its watermarks say: never refresh it.
-            self._run("build state", render.drop_state_sql(state))
+            self.session.run("build state", render.drop_state_sql(state))
             raise
-        rows = self._state_rows()
+        rows = self.session.state_rows()
         if in_place:  # the view is the one there: same SQL, same state table
             main_sql = f"REFRESH TABLE {sql(table(self.target.view))}"
         else:
@@ -291,7 +307,7 @@ class Maintainer(CommitWriter):
             reason=reason,
             main_sql=main_sql,
             summary=f"{'rebuilt in place' if in_place else 'built'} ({reason}): {rows} state rows",
-            timings=self.timings,
+            timings=self.session.timings,
             rows=StateRows(inserted=rows),
             in_place=in_place,
         )
@@ -306,26 +322,28 @@ class Maintainer(CommitWriter):
         if heads is None:
             heads = self._pin(query.relations)
         pinned = {r: h.snapshot for r, h in heads.items()}
-        metadata, bases = self._check_bases(query, meta, heads)
+        metadata, bases = facts.check_bases(self.session, query, meta, heads)
         run = self._choose(meta, heads, metadata, bases)
-        logs, counts = self._capture(query, watermarks, pinned, metadata)
-        self._checkpoint("logs")
+        captured = logs.write_logs(self.session, query, watermarks, pinned, metadata, self.handoff)
+        checkpoint(self.model, "logs")
+        methods = captured.methods
         changes = ", ".join(
-            f"{r}: {n} delta rows" + (f" ({self.captured[r]})" if r in self.captured else "")
-            for r, n in counts.items()
+            f"{r}: {n} delta rows" + (f" ({methods[r]})" if r in methods else "")
+            for r, n in captured.counts.items()
         )
         new_meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
 
-        inserted = updated = deleted = recomputed = partitions = rows = 0
-        commit: str | None = None
+        prepared: commit.Prepared | None = None
+        statement: str | None = None
         live = frozenset(r for r, b in bases.items() if b.get("live"))
-        if logs:
-            versions = render.Versions(old=watermarks, new=pinned, logs=logs, live=live)
+        found = captured.logs
+        if found:
+            versions = render.Versions(old=watermarks, new=pinned, logs=found, live=live)
             branches = [b.query for b in the_plan.branches] or [query]
             renderers = [
                 TermRenderer(q, render.leaf_at(q, versions), versions.changed(q)) for q in branches
             ]
-            ranges = [self._key_ranges(q, logs, counts) for q in branches]
+            ranges = [logs.key_ranges(self.session, q, found, captured.counts) for q in branches]
             renderer = renderers[0]
             if the_plan.branches:
                 compacted = union.compacted_select(the_plan, renderers, ranges)
@@ -334,44 +352,57 @@ class Maintainer(CommitWriter):
             assert compacted is not None
             for n, bracket in enumerate(factored.brackets(compacted)):
                 name = self.target.bracket(n)
-                self._compute_scratch("bracket", name, bracket.this)
-                rows = self._count_rows("bracket", name)
+                self.session.compute_scratch("bracket", name, bracket.this)
+                rows = self.session.count_rows("bracket", name)
                 factored.with_bracket_read_from(bracket, table(name), rows)
-            if the_plan.shape is Shape.WINDOW:
-                commit, partitions, rows = self._window_commit(
-                    the_plan, renderer, compacted, new_meta
-                )
-            else:
-                commit, counted = self._delta_commit(the_plan, renderer, compacted, new_meta)
-                inserted, updated, deleted, recomputed = counted
-            self.data_changed = commit is not None  # a MERGE (else: only the metadata row)
-        if commit is None and meta.moved(new_meta):
-            commit = render.advance_meta_sql(state, new_meta)
-        if commit is not None:
-            self._check_unmoved(heads, live)
-            before = self.current_heads([state])[state].snapshot if self.publish else None
-            self._run("commit", commit)
+            prepare = (
+                commit.window_commit if the_plan.shape is Shape.WINDOW else commit.delta_commit
+            )
+            prepared = prepare(self.session, the_plan, renderer, compacted, new_meta)
+            self.changed_keys = prepared.changed_keys
+            statement = prepared.commit
+            self.data_changed = statement is not None  # a MERGE (else: only the metadata row)
+        if statement is None and meta.moved(new_meta):
+            statement = render.advance_meta_sql(state, new_meta)
+        if statement is not None:
+            facts.check_unmoved(self.session, heads, live)
+            heads_before = self.session.current_heads([state]) if self.publish else None
+            self.session.run("commit", statement)
             self.committed = True
-            self._checkpoint("commit")
-            if self.publish:
-                self._publish(before)
-            self._upkeep()
-        if partitions:
-            summary = (
-                f"refreshed ({changes}); {partitions} window partitions recomputed into {rows} rows"
-            )
-        elif inserted or updated or deleted:
-            summary = f"refreshed ({changes}); state rows +{inserted} ~{updated} -{deleted}" + (
-                f", {recomputed} groups recomputed" if recomputed else ""
-            )
-        else:
-            why = "no base table changed" if not logs else "the changes do not affect the view"
-            summary = f"no MERGE: {why} ({changes})"
+            checkpoint(self.model, "commit")
+            if heads_before is not None:
+                keys = self.changed_keys if self.data_changed else None
+                commit.publish(self.session, heads_before[state].snapshot, keys)
+            commit.keep_up(self.session, self.publish)
         return Outcome(
             mode=Mode.REFRESH,
             reason="incremental",
             main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
-            summary=summary,
-            timings=self.timings,
-            rows=StateRows(inserted + (rows if partitions else 0), updated, deleted),
+            summary=_summary(changes, prepared, bool(found)),
+            timings=self.session.timings,
+            rows=_state_rows(prepared),
         )
+
+
+def _summary(changes: str, prepared: commit.Prepared | None, logged: bool) -> str:
+    """The refresh's log line: what changed, and what the commit did with it."""
+    if prepared is not None and prepared.partitions:
+        return (
+            f"refreshed ({changes}); {prepared.partitions} window partitions recomputed into "
+            f"{prepared.partition_rows} rows"
+        )
+    if prepared is not None and (prepared.inserted or prepared.updated or prepared.deleted):
+        p = prepared
+        return f"refreshed ({changes}); state rows +{p.inserted} ~{p.updated} -{p.deleted}" + (
+            f", {p.recomputed} groups recomputed" if p.recomputed else ""
+        )
+    why = "no base table changed" if not logged else "the changes do not affect the view"
+    return f"no MERGE: {why} ({changes})"
+
+
+def _state_rows(prepared: commit.Prepared | None) -> StateRows:
+    """The state rows a refresh wrote (a window refresh rewrites its partitions' rows)."""
+    if prepared is None:
+        return StateRows()
+    inserted = prepared.inserted + prepared.partition_rows
+    return StateRows(inserted, prepared.updated, prepared.deleted)

@@ -42,7 +42,7 @@ class StateMeta:
 
     @property
     def facts(self) -> dict[str, Any] | None:
-        """The planning facts the row recorded (`facts.FactsReader._recorded_facts`)."""
+        """The planning facts the row recorded (`facts.recorded_facts`)."""
         found = self.recorded.get("facts")
         return found if isinstance(found, dict) else None
 

@@ -1,0 +1,144 @@
+"""executor: what the model's connection can do, and its plain answers.
+
+Every connection runs SQL (`Executor`). The session method can do more without a Spark job
+(read Iceberg metadata, expose a changelog scan or computed rows as temp views, read some of
+a table's files); each such capability is a protocol checked at run time, and where a
+connection lacks it the runtime takes the SQL path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+
+
+class Executor(Protocol):
+    """Runs SQL on the model's connection (the dbt connection in the plugin)."""
+
+    def execute(self, statement: str) -> None: ...
+
+    def fetch(self, statement: str) -> list[tuple]: ...
+
+
+@runtime_checkable
+class ChangelogReader(Protocol):
+    """An executor that can also expose an Iceberg table's raw changelog scan as a temp view
+    (the session method; `capture/changelog.py` says why that is cheaper than the CALL)."""
+
+    def changelog_view(self, relation: str, options: dict[str, str], view_name: str) -> bool:
+        """Create `view_name` over the `changes` table of `relation` read with `options`;
+        False when this connection cannot (then the procedure is used)."""
+        ...
+
+
+@runtime_checkable
+class ScratchWriter(Protocol):
+    """An executor that can compute a scratch relation into a temp view whose plan is its
+    computed rows, not its query (the session method; `render.create_scratch_sql`)."""
+
+    def scratch_view(self, select: str, view_name: str) -> bool:
+        """Compute `select` now and expose its rows as `view_name`; False when this
+        connection cannot (then `CACHE TABLE .. AS` is used)."""
+        ...
+
+    def release_scratch_view(self, view_name: str) -> None:
+        """Free the rows `scratch_view` kept for `view_name` (after its view is dropped)."""
+        ...
+
+    def drop_scratch_view(self, view_name: str) -> bool:
+        """Drop the session's temp view `view_name` (a scratch relation of either kind) and
+        free its rows, without a statement; False when this connection cannot (then
+        `render.drop_scratch_sql` runs)."""
+        ...
+
+
+@runtime_checkable
+class FileScanReader(Protocol):
+    """An executor that can read an Iceberg table at a snapshot through some of its data
+    files only (the session method; `capture/merge_on_read.py`)."""
+
+    def file_scan_view(
+        self, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+    ) -> tuple[int, int] | None:
+        """Create `view_name` over the rows `relation` had at `snapshot` in the data files
+        whose path `keep` accepts; (files read, files planned), or None when this connection
+        cannot (then SQL reads the whole version). `release_scratch_view` frees it."""
+        ...
+
+
+@runtime_checkable
+class MetadataReader(Protocol):
+    """An executor that can read Iceberg table metadata without a Spark job (the session
+    method, `session_metadata.py`); each method returns None where it cannot, and the SQL
+    path is taken."""
+
+    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
+        """(current metadata file, current snapshot id, its time) of each table, in order, each table
+        refreshed in the session's catalog as `REFRESH TABLE` would."""
+        ...
+
+    def iceberg_properties(self, relation: str) -> dict[str, str] | None:
+        """The Iceberg table's properties as `SHOW TBLPROPERTIES` lists them."""
+        ...
+
+    def iceberg_metadata_json(self, location: str) -> str | None:
+        """The JSON of the metadata file at `location`."""
+        ...
+
+    def iceberg_snapshot_totals(self, relation: str) -> tuple[int, dict[str, str]] | None:
+        """The table's snapshot count and its current snapshot's summary."""
+        ...
+
+    def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:
+        """The table's (column, type) pairs as `DESCRIBE TABLE` lists them."""
+        ...
+
+    def iceberg_rows_where(
+        self, relation: str, column: str, value: int, selected: Sequence[str]
+    ) -> list[tuple] | None:
+        """Up to two rows of `SELECT <selected> FROM relation WHERE column = value`."""
+        ...
+
+    def iceberg_window_files(
+        self, relation: str, snapshot_ids: Sequence[int], path_field: int
+    ) -> list[tuple] | None:
+        """The files the snapshots added or removed, as `touched_files.entries_sql` reads
+        them: (status, content, path, lower and upper bound of field `path_field`)."""
+        ...
+
+
+def describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
+    """Column (name, type) pairs of a DESCRIBE TABLE / DESCRIBE QUERY result."""
+    out: list[tuple[str, str]] = []
+    for row in rows:
+        name, dtype = (row[0] or "").strip(), (row[1] or "").strip()
+        if not name or name.startswith("#"):
+            break
+        out.append((name, dtype))
+    return out
+
+
+def table_properties(fetch: Callable[[str], list[tuple]], relation: str) -> dict[str, str]:
+    """A relation's TBLPROPERTIES as a dict."""
+    rows = fetch(f"SHOW TBLPROPERTIES {sql(table(relation))}")
+    return {str(r[0]): str(r[1]) for r in rows if len(r) >= 2}
+
+
+def relation_properties(executor: Executor, relation: str) -> dict[str, str]:
+    """A relation's TBLPROPERTIES: an Iceberg table's from the session's catalog when the
+    executor can read them there (no statement, `session_metadata.py`), else in SQL, which
+    raises when there is no such relation."""
+    if isinstance(executor, MetadataReader):
+        found = executor.iceberg_properties(relation)
+        if found is not None:
+            return found
+    return table_properties(executor.fetch, relation)
+
+
+def is_iceberg(props: dict[str, str]) -> bool:
+    """Iceberg's own tables report `format=iceberg/...`; the HMS entry says table_type=ICEBERG."""
+    return props.get("format", "").lower().startswith("iceberg") or (
+        props.get("table_type", "").upper() == "ICEBERG"
+    )

@@ -1,0 +1,238 @@
+"""session: one state's build or refresh speaking to the model's connection.
+
+A `Session` is what every step of a run shares: the executor, the model's names (`Target`),
+where messages go, the timings of every statement, the scratch relations the run created,
+and what it read once and keeps (table properties, Iceberg metadata files, the state's
+column types). The steps themselves are functions over it (`facts.py`, `logs.py`,
+`commit.py`); `refresh.Maintainer` walks them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables
+from dbt.adapters.spark_ivm.compiler.runtime.executor import (
+    Executor,
+    MetadataReader,
+    ScratchWriter,
+    describe_columns,
+    relation_properties,
+)
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model's relation and the names of its companions (same schema, clear suffixes)."""
+
+    schema: str
+    identifier: str
+
+    @property
+    def view(self) -> str:
+        return f"{self.schema}.{self.identifier}".lower()
+
+    @property
+    def state(self) -> str:
+        return f"{self.view}__ivm_state"
+
+    def _scratch(self, kind: str) -> str:
+        # Session views are not qualified by a schema, so the name carries the model's.
+        return f"__ivm_{kind}_{self.schema}_{self.identifier}".lower()
+
+    @property
+    def recomputed(self) -> str:
+        return self._scratch("recomputed")
+
+    @property
+    def delta(self) -> str:
+        return self._scratch("delta")
+
+    def log(self, index: int) -> str:
+        return self._scratch(f"log_{index}")
+
+    def bracket(self, index: int) -> str:
+        return self._scratch(f"bracket_{index}")
+
+    def changelog_view(self, index: int) -> str:
+        return self._scratch(f"cl_{index}")
+
+    def file_scan(self, index: int, new: bool) -> str:
+        return self._scratch(f"files_{index}_{'new' if new else 'old'}")
+
+
+@dataclass(frozen=True)
+class Head:
+    """A base table's current Iceberg metadata file and snapshot (None: no snapshot yet)."""
+
+    metadata: str
+    snapshot: int | None
+    # When the metadata file was written (epoch ms): for a state, its last commit of a run
+    # (`cost.py` times the run by it).
+    updated_ms: int | None = None
+
+
+@dataclass(kw_only=True)
+class Session:
+    """One state's run over `executor`: every statement timed, scratch relations tracked."""
+
+    executor: Executor
+    model: str
+    target: Target
+    log: Callable[[str], None] = print
+    # What the user should act on (dbt's warning events: `--warn-error` fails on them).
+    warn: Callable[[str], None] = print
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    # Table properties already read this run, by relation (shared by a model's states).
+    known_properties: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Parsed Iceberg metadata files by location (a file never changes once written).
+    metadata_read: dict[str, base_tables.TableMetadata] = field(default_factory=dict)
+    scratch: list[str] = field(default_factory=list)  # session views this run created
+    columns: dict[str, str] | None = None  # the state table's column types, once read
+
+    # -- statements -----------------------------------------------------------------------
+    def timed(self, label: str, call: Callable[[], T]) -> T:
+        """`call()`, its time recorded under `label` (when it returns)."""
+        start = time.monotonic()
+        result = call()
+        self.timings.append((label, time.monotonic() - start))
+        return result
+
+    def run(self, label: str, statement: str) -> None:
+        self.timed(label, lambda: self.executor.execute(statement))
+
+    def fetch(self, label: str, statement: str) -> list[tuple]:
+        return self.timed(label, lambda: self.executor.fetch(statement))
+
+    # -- scratch relations ----------------------------------------------------------------
+    def compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
+        """Compute a scratch relation (see `render.create_scratch_sql`)."""
+        self.scratch.append(name)
+        if isinstance(self.executor, ScratchWriter):
+            start = time.monotonic()
+            if self.executor.scratch_view(sql(select), name):
+                self.timings.append((label, time.monotonic() - start))
+                return
+        for statement in render.create_scratch_sql(name, select):
+            self.run(label, statement)
+
+    def count_rows(self, label: str, name: str) -> int:
+        """The rows of a computed scratch relation (one small job over its rows)."""
+        return int(self.fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
+
+    def drop_scratch(self) -> None:
+        """Release the run's scratch relations (also after a failure: they hold memory)."""
+        while self.scratch:
+            view = self.scratch.pop()
+            try:
+                if isinstance(self.executor, ScratchWriter):
+                    drop = partial(self.executor.drop_scratch_view, view)
+                    if self.timed("drop scratch", drop):
+                        continue
+                self.run("drop scratch", render.drop_scratch_sql(view))
+            except Exception as e:  # noqa: BLE001 - cleanup must not mask the refresh's outcome
+                self.warn(f"ivm model '{self.model}': could not drop {view}: {str(e)[:200]}")
+
+    # -- what the run reads once ----------------------------------------------------------
+    def properties(self, relation: str) -> dict[str, str]:
+        known = self.known_properties.get(relation)
+        if known is not None:
+            return known
+        return self.timed("properties", lambda: relation_properties(self.executor, relation))
+
+    def current_heads(self, relations: Sequence[str]) -> dict[str, Head]:
+        """The tables' current metadata files and snapshots, read in one statement."""
+        if not relations:
+            return {}
+        read = None
+        if isinstance(self.executor, MetadataReader):
+            reader = self.executor
+            # refreshes each table in the catalog as it reads it
+            read = self.timed("snapshot", lambda: reader.iceberg_heads(relations))
+        if read is not None:
+            found = {i: (i, *head) for i, head in enumerate(read)}
+        else:
+            # Catalogs cache table metadata; a commit by another writer (or a row-level
+            # operation) may not be visible to a cached entry until it is refreshed.
+            for relation in relations:
+                self.run("refresh", f"REFRESH TABLE {sql(table(relation))}")
+            rows = self.fetch("snapshot", base_tables.heads_sql(relations))
+            found = {int(row[0]): row for row in rows}
+        heads: dict[str, Head] = {}
+        for index, relation in enumerate(relations):
+            row = found.get(index)
+            if row is None:
+                raise BaseRelationError(self.model, relation, "has no Iceberg metadata log")
+            heads[relation] = Head(
+                str(row[1]),
+                None if row[2] is None else int(row[2]),
+                None if row[3] is None else int(row[3]),
+            )
+        return heads
+
+    def table_metadata(self, relation: str, head: Head) -> base_tables.TableMetadata:
+        """The facts of the table's current metadata file (read only when it changed, and
+        once per run)."""
+        known = self.metadata_read.get(head.metadata)
+        if known is not None:
+            return known
+        try:
+            text = None
+            if isinstance(self.executor, MetadataReader):
+                reader = self.executor
+                text = self.timed("metadata", lambda: reader.iceberg_metadata_json(head.metadata))
+            if text is not None:
+                rows: list[tuple] = [(text,)]
+            else:
+                rows = self.fetch("metadata", base_tables.metadata_file_sql(head.metadata))
+            parsed = base_tables.parse_metadata(head.metadata, rows)
+        except Exception as e:
+            raise BaseRelationError(
+                self.model,
+                relation,
+                f"has Iceberg metadata that cannot be read ({head.metadata})",
+                str(e)[:300],
+            ) from e
+        self.metadata_read[head.metadata] = parsed
+        return parsed
+
+    def state_types(self) -> dict[str, str]:
+        """The state table's column types (lower-case names), from the session's catalog
+        where it can answer (no statement: a DESCRIBE cost 0.04-0.056 s), else DESCRIBEd."""
+        if self.columns is None:
+            state = self.target.state
+            found = None
+            if isinstance(self.executor, MetadataReader):
+                reader = self.executor
+                found = self.timed("describe", lambda: reader.iceberg_columns(state))
+            if found is None:
+                found = describe_columns(
+                    self.fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
+                )
+            self.columns = {n.lower(): t for n, t in found}
+        return self.columns
+
+    def state_rows(self) -> int:
+        """The new state's data rows, for the log line: its snapshot's `total-records` less
+        the metadata row where the JVM reads it (no Spark job; the state was just written,
+        so it has no delete file), else counted."""
+        state = self.target.state
+        if isinstance(self.executor, MetadataReader):
+            reader = self.executor
+            totals = self.timed("count", lambda: reader.iceberg_snapshot_totals(state))
+            records = None if totals is None else totals[1].get("total-records")
+            if records is not None and records.isdigit() and int(records) >= 1:
+                return int(records) - 1
+        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
+        return int(self.fetch("count", select)[0][0])
