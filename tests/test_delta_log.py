@@ -21,7 +21,7 @@ from small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, upkeep, upstream
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import FAIL_ENV
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV
 
 SCHEMA = "ivm_dl"
 RAW = "ivm_dl_raw"

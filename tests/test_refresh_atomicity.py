@@ -14,7 +14,7 @@ import random
 import pytest
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import FAIL_ENV, STEPS
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, STEPS
 
 SCHEMA = "ivm_atomic"
 MODEL_SQL = (

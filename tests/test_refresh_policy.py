@@ -18,7 +18,7 @@ import os
 import pytest
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import FAIL_ENV, REBUILD_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, REBUILD_STEP
 
 SCHEMA = "ivm_policy"
 AGG_SQL = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {SCHEMA}.base group by k"

@@ -19,7 +19,7 @@ import random
 import pytest
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.runtime.refresh import FAIL_ENV
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV
 
 SCHEMA = "ivm_snapdiff"
 

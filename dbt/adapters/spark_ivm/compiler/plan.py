@@ -66,6 +66,11 @@ class Plan:
     copies: exp.Expression | None = None
 
     @property
+    def branch_queries(self) -> list[Query]:
+        """The queries whose terms a run renders: a set operation's branches, else its own."""
+        return [b.query for b in self.branches] or [self.query]
+
+    @property
     def grouped(self) -> bool:
         """False only for an aggregate without GROUP BY, whose state is exactly one row."""
         return bool(self.keys)

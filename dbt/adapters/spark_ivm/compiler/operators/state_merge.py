@@ -20,9 +20,17 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT, RECOMPUTE_FLAG, RECOMPUTED
-from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT
+from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT, TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared, Run
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.render import MATCHED, META, NEW_COUNT, ROW, typed
+from dbt.adapters.spark_ivm.compiler.render import (
+    MATCHED,
+    META,
+    NEW_COUNT,
+    ROW,
+    recompute_select,
+    typed,
+)
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
     col,
     null_safe_match,
@@ -195,3 +203,31 @@ def stats_sql(delta: str) -> str:
         f"count_if({MATCHED} AND {NEW_COUNT} = 0), "
         f"count_if({RECOMPUTE_FLAG} AND {NEW_COUNT} > 0) FROM {sql(table(delta))}"
     )
+
+
+def prepare(
+    run: Run,
+    names: Names,
+    plan: Plan,
+    renderer: TermRenderer,
+    compacted: exp.Select,
+    new_meta: str,
+) -> Prepared:
+    """The delta table, the recomputed groups and the MERGE that folds them in."""
+    select = delta_table_select(plan, compacted, names.state)
+    run.compute_scratch("delta", names.delta, select)
+    keys = (names.delta, list(plan.key_columns))
+    stats = run.fetch("stats", stats_sql(names.delta))[0]
+    inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
+    run.checkpoint("delta")
+    if not (inserted or updated or deleted):
+        return Prepared(None, keys, recomputed=recomputed)
+    recomputed_table = None
+    if recomputed:
+        recomputed_table = names.recomputed
+        select = recompute_select(plan, renderer, names.delta)
+        run.compute_scratch("recompute", recomputed_table, select)
+    run.checkpoint("recompute")
+    types = run.state_types()
+    commit = merge_sql(plan, names.state, names.delta, recomputed_table, new_meta, types)
+    return Prepared(commit, keys, inserted, updated, deleted, recomputed)

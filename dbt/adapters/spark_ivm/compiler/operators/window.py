@@ -34,6 +34,7 @@ from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared, Run
 from dbt.adapters.spark_ivm.compiler.plan import Plan, output_column
 from dbt.adapters.spark_ivm.compiler.render import META, ROW, full_term, with_meta_row
 from dbt.adapters.spark_ivm.compiler.render import typed as typed_as
@@ -227,3 +228,29 @@ def merge_sql(
             f"WHEN NOT MATCHED AND d.{TAG} = 'i' THEN INSERT ({names}) VALUES ({values})",
         ]
     )
+
+
+def prepare(
+    run: Run,
+    names: Names,
+    plan: Plan,
+    renderer: TermRenderer,
+    compacted: exp.Select,
+    new_meta: str,
+) -> Prepared:
+    """The affected partitions, their recomputed rows and the MERGE that swaps them in; no
+    MERGE when no change reaches a window's input."""
+    run.compute_scratch("delta", names.delta, affected_select(plan, compacted))
+    keys = (names.delta, list(plan.key_columns))
+    run.checkpoint("delta")
+    run.compute_scratch(
+        "recompute", names.recomputed, recompute_select(plan, renderer, names.delta)
+    )
+    stats = run.fetch("stats", stats_sql(names.delta, names.recomputed))[0]
+    partitions, rows = (int(x or 0) for x in stats)
+    run.checkpoint("recompute")
+    if not partitions:
+        return Prepared(None, keys)
+    types = run.state_types()
+    commit = merge_sql(plan, names.state, names.delta, names.recomputed, new_meta, types)
+    return Prepared(commit, keys, partitions=partitions, partition_rows=rows)

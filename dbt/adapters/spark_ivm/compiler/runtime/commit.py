@@ -1,107 +1,16 @@
-"""commit: the one commit of a refresh, and what follows it.
+"""commit: what follows a refresh's one commit.
 
-Before the commit: the delta table (per state key: the change and the stored counts it
-meets), the groups whose MIN/MAX must be recomputed, and the MERGE that folds both into the
-state table together with the metadata row's new watermarks (`state_merge.merge_sql`; a
-window model swaps its affected partitions instead, `window.py`). After it: the entry of the
-delta log its readers take (`capture/delta_log.py`) and the state's upkeep (`upkeep.py`); a
-failure there never undoes the committed refresh.
-
-`FAIL_ENV` names a step after which a test makes the refresh fail (`STEPS`), to show that
-a failure between any two statements leaves the previous state and the next run exact.
+The commit itself is prepared by the state's operator family (`operators/family.py`). After
+it: the entry of the delta log its readers take (`capture/delta_log.py`) and the state's
+upkeep (`upkeep.py`); a failure there never undoes the committed refresh.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-
-from sqlglot import exp
-
-from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log, weights
-from dbt.adapters.spark_ivm.compiler.errors import InjectedFailure
-from dbt.adapters.spark_ivm.compiler.operators import state_merge, window
-from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime import upkeep
 from dbt.adapters.spark_ivm.compiler.runtime.executor import MetadataReader
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
-
-FAIL_ENV = "DBT_SPARK_IVM_FAIL_AFTER"
-STEPS = ("capture", "logs", "delta", "recompute", "commit")
-
-
-def checkpoint(model: str, step: str) -> None:
-    """Fail here when a test asks for it (`FAIL_ENV`)."""
-    if os.environ.get(FAIL_ENV) == step:
-        raise InjectedFailure(f"ivm model '{model}': injected failure after step {step}")
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A refresh's commit, ready: the MERGE (None: no state row changes), where the changed
-    state keys are (delta table, key columns: an auxiliary state hands them to the model,
-    `chain.py`), and what the MERGE does (state rows inserted, updated, deleted, groups
-    recomputed; or window partitions recomputed into rows)."""
-
-    commit: str | None
-    changed_keys: tuple[str, list[str]]
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    recomputed: int = 0
-    partitions: int = 0
-    partition_rows: int = 0
-
-
-def delta_commit(
-    session: Session, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
-) -> Prepared:
-    """The delta table, the recomputed groups and the MERGE that folds them in."""
-    target = session.target
-    delta = target.delta
-    select = state_merge.delta_table_select(the_plan, compacted, target.state)
-    session.compute_scratch("delta", delta, select)
-    keys = (delta, list(the_plan.key_columns))
-    stats = session.fetch("stats", state_merge.stats_sql(delta))[0]
-    inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
-    checkpoint(session.model, "delta")
-    if not (inserted or updated or deleted):
-        return Prepared(None, keys, recomputed=recomputed)
-    recomputed_table = None
-    if recomputed:
-        recomputed_table = target.recomputed
-        select = render.recompute_select(the_plan, renderer, delta)
-        session.compute_scratch("recompute", recomputed_table, select)
-    checkpoint(session.model, "recompute")
-    commit = state_merge.merge_sql(
-        the_plan, target.state, delta, recomputed_table, new_meta, session.state_types()
-    )
-    return Prepared(commit, keys, inserted, updated, deleted, recomputed)
-
-
-def window_commit(
-    session: Session, the_plan: Plan, renderer: TermRenderer, compacted: exp.Select, new_meta: str
-) -> Prepared:
-    """The affected partitions, their recomputed rows and the MERGE that swaps them in
-    (`window.py`); no MERGE when no change reaches a window's input."""
-    target = session.target
-    affected = target.delta
-    session.compute_scratch("delta", affected, window.affected_select(the_plan, compacted))
-    keys = (affected, list(the_plan.key_columns))
-    checkpoint(session.model, "delta")
-    recomputed = target.recomputed
-    select = window.recompute_select(the_plan, renderer, affected)
-    session.compute_scratch("recompute", recomputed, select)
-    stats = session.fetch("stats", window.stats_sql(affected, recomputed))[0]
-    partitions, rows = (int(x or 0) for x in stats)
-    checkpoint(session.model, "recompute")
-    if not partitions:
-        return Prepared(None, keys)
-    types = session.state_types()
-    commit = window.merge_sql(the_plan, target.state, affected, recomputed, new_meta, types)
-    return Prepared(commit, keys, partitions=partitions, partition_rows=rows)
 
 
 def publish(session: Session, before: int | None, keys: tuple[str, list[str]] | None) -> None:

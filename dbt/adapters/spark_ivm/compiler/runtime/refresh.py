@@ -30,14 +30,15 @@ from dataclasses import dataclass, field
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
-from dbt.adapters.spark_ivm.compiler.operators import union, window
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
+from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.optimize import factored
-from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, commit, cost, facts, logs, view
-from dbt.adapters.spark_ivm.compiler.runtime.commit import FAIL_ENV, STEPS, checkpoint
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     FIRST_RUN,
@@ -52,10 +53,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 __all__ = [
-    "FAIL_ENV",
-    "REBUILD_STEP",
     "STATE_TABLE",
-    "STEPS",
     "Maintainer",
     "Mode",
     "Outcome",
@@ -63,10 +61,6 @@ __all__ = [
     "StateRows",
     "sql_hash",
 ]
-
-
-#: `FAIL_ENV` step of a rebuild in place: just before its one commit.
-REBUILD_STEP = "rebuild"
 
 
 def sql_hash(compiled_sql: str) -> str:
@@ -143,7 +137,7 @@ class Maintainer:
                 heads = self.session.current_heads(list(meta.watermarks))
             except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
                 heads = None
-            checkpoint(self.model, "capture")
+            self.session.checkpoint("capture")
         if meta is not None and heads is not None:
             if all(meta.base(r).get("metadata") == h.metadata for r, h in heads.items()):
                 # No base table's metadata file moved: nothing can have changed, and the
@@ -222,7 +216,7 @@ class Maintainer:
 
     def _pin(self, relations: Sequence[str]) -> dict[str, Head]:
         heads = self.session.current_heads(relations)
-        checkpoint(self.model, "capture")
+        self.session.checkpoint("capture")
         return heads
 
     def _choose(
@@ -262,20 +256,12 @@ class Maintainer:
         inputs = cost.input_bytes(bases)
         run = cost.Run(cost.REBUILD if in_place else cost.BUILD, self.started_ms, None, 0, inputs)
         meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
-        renderers = [
-            TermRenderer(q, render.leaf_at(q, versions))
-            for q in [b.query for b in the_plan.branches] or [the_plan.query]
-        ]
-        if the_plan.branches:
-            select = union.initial_select(the_plan, renderers, meta)
-        elif the_plan.shape is Shape.WINDOW:
-            select = window.initial_select(the_plan, renderers[0], meta)
-        else:
-            select = render.initial_state_select(the_plan, renderers[0], meta)
+        renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in the_plan.branch_queries]
+        select = operator_of(the_plan).initial_select(the_plan, renderers, meta)
         if in_place:
             # One commit: readers see the old rows until it, and a reader of this model's
             # delta log finds a commit with no entry and reads the version diff instead.
-            checkpoint(self.model, REBUILD_STEP)
+            self.session.checkpoint(REBUILD_STEP)
             self.session.run("build state", render.overwrite_state_sql(state, select))
         else:
             for statement in render.create_state_sql(state, select):
@@ -325,7 +311,7 @@ class Maintainer:
         metadata, bases = facts.check_bases(self.session, query, meta, heads)
         run = self._choose(meta, heads, metadata, bases)
         captured = logs.write_logs(self.session, query, watermarks, pinned, metadata, self.handoff)
-        checkpoint(self.model, "logs")
+        self.session.checkpoint("logs")
         methods = captured.methods
         changes = ", ".join(
             f"{r}: {n} delta rows" + (f" ({methods[r]})" if r in methods else "")
@@ -333,35 +319,33 @@ class Maintainer:
         )
         new_meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
 
-        prepared: commit.Prepared | None = None
+        prepared: Prepared | None = None
         statement: str | None = None
         live = frozenset(r for r, b in bases.items() if b.get("live"))
         found = captured.logs
         if found:
             versions = render.Versions(old=watermarks, new=pinned, logs=found, live=live)
-            branches = [b.query for b in the_plan.branches] or [query]
+            branches = the_plan.branch_queries
             renderers = [
                 TermRenderer(q, render.leaf_at(q, versions), versions.changed(q)) for q in branches
             ]
             ranges = [logs.key_ranges(self.session, q, found, captured.counts) for q in branches]
-            renderer = renderers[0]
-            if the_plan.branches:
-                compacted = union.compacted_select(the_plan, renderers, ranges)
-            else:
-                compacted = render.compacted_delta_select(the_plan, renderer, ranges[0])
+            operator = operator_of(the_plan)
+            compacted = operator.compacted_select(the_plan, renderers, ranges)
             assert compacted is not None
             for n, bracket in enumerate(factored.brackets(compacted)):
                 name = self.target.bracket(n)
                 self.session.compute_scratch("bracket", name, bracket.this)
                 rows = self.session.count_rows("bracket", name)
                 factored.with_bracket_read_from(bracket, table(name), rows)
-            prepare = (
-                commit.window_commit if the_plan.shape is Shape.WINDOW else commit.delta_commit
+            target = self.target
+            names = Names(target.state, target.delta, target.recomputed)
+            prepared = operator.prepare(
+                self.session, names, the_plan, renderers[0], compacted, new_meta
             )
-            prepared = prepare(self.session, the_plan, renderer, compacted, new_meta)
             self.changed_keys = prepared.changed_keys
             statement = prepared.commit
-            self.data_changed = statement is not None  # a MERGE (else: only the metadata row)
+            self.data_changed = prepared.changes_rows
         if statement is None and meta.moved(new_meta):
             statement = render.advance_meta_sql(state, new_meta)
         if statement is not None:
@@ -369,7 +353,7 @@ class Maintainer:
             heads_before = self.session.current_heads([state]) if self.publish else None
             self.session.run("commit", statement)
             self.committed = True
-            checkpoint(self.model, "commit")
+            self.session.checkpoint("commit")
             if heads_before is not None:
                 keys = self.changed_keys if self.data_changed else None
                 commit.publish(self.session, heads_before[state].snapshot, keys)
@@ -384,7 +368,7 @@ class Maintainer:
         )
 
 
-def _summary(changes: str, prepared: commit.Prepared | None, logged: bool) -> str:
+def _summary(changes: str, prepared: Prepared | None, logged: bool) -> str:
     """The refresh's log line: what changed, and what the commit did with it."""
     if prepared is not None and prepared.partitions:
         return (
@@ -400,7 +384,7 @@ def _summary(changes: str, prepared: commit.Prepared | None, logged: bool) -> st
     return f"no MERGE: {why} ({changes})"
 
 
-def _state_rows(prepared: commit.Prepared | None) -> StateRows:
+def _state_rows(prepared: Prepared | None) -> StateRows:
     """The state rows a refresh wrote (a window refresh rewrites its partitions' rows)."""
     if prepared is None:
         return StateRows()

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, failpoints
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
     MetadataReader,
@@ -114,6 +114,10 @@ class Session:
 
     def fetch(self, label: str, statement: str) -> list[tuple]:
         return self.timed(label, lambda: self.executor.fetch(statement))
+
+    def checkpoint(self, step: str) -> None:
+        """A point where a test may make the run fail (`failpoints.py`)."""
+        failpoints.checkpoint(self.model, step)
 
     # -- scratch relations ----------------------------------------------------------------
     def compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:

@@ -1,0 +1,70 @@
+"""prepare: what an operator's commit is prepared over, and what it prepares.
+
+A refresh ends in one commit to the state table. Before it, the operator family of the state
+(`family.py`) computes its scratch relations (the delta table, recomputed rows) over the
+run's `Run` and returns the commit statement with what it will do (`Prepared`). The
+operators never speak to a connection themselves: `Run` is satisfied by the runtime's
+`Session`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlglot import exp
+
+
+class Run(Protocol):
+    """What a commit's preparation needs of the run."""
+
+    def compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
+        """Compute `select` into the scratch relation `name`."""
+        ...
+
+    def fetch(self, label: str, statement: str) -> list[tuple]:
+        """The rows of a (small) query."""
+        ...
+
+    def state_types(self) -> dict[str, str]:
+        """The state table's column types, by lower-case name."""
+        ...
+
+    def checkpoint(self, step: str) -> None:
+        """A point where a test may make the refresh fail (`runtime/failpoints.py`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Names:
+    """The relations a commit is prepared in: the state table and two scratch relations."""
+
+    state: str
+    delta: str
+    recomputed: str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A refresh's commit, ready: the MERGE (None: no state row changes), where the changed
+    state keys are (delta table, key columns: an auxiliary state hands them to the model,
+    `runtime/chain.py`), and what the MERGE does (state rows inserted, updated, deleted,
+    groups recomputed; or window partitions recomputed into rows).
+
+    >>> Prepared(None, ("d", ["k"])).changes_rows
+    False
+    """
+
+    commit: str | None
+    changed_keys: tuple[str, list[str]]
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    recomputed: int = 0
+    partitions: int = 0
+    partition_rows: int = 0
+
+    @property
+    def changes_rows(self) -> bool:
+        """Does the commit change data rows of the state (else: only its metadata row)?"""
+        return self.commit is not None
