@@ -271,13 +271,17 @@ class ChainMaintainer:
         digest = sql_hash(self.compiled_sql)
         choice = f"{self.mode}:{digest}"
         had_aux = AUX_SQL in props
-        if props.get(CHOICE) == choice and not self.full_refresh:
+        # The recorded choice, "<mode>:<digest of the SQL it was made for>": a digest by
+        # either formula is of this SQL (`SqlDigest.accepts`).
+        chosen_mode, _, chosen_for = props.get(CHOICE, "").partition(":")
+        same_sql = digest.accepts(chosen_for or None)
+        if chosen_mode == self.mode and same_sql and not self.full_refresh:
             if had_aux and TOP_SQL in props:
                 return self._chain(props[AUX_SQL], props[TOP_SQL], choice, None)
             if not had_aux:
                 return self._flat(choice, None)
         # The choice is not recorded for this SQL and setting: plan the model to make it.
-        changed = CHOICE in props and props[CHOICE].split(":", 1)[-1] == digest
+        changed = same_sql  # only the setting changed since the choice was recorded
         # Planned here only to choose: with `never` there is nothing to choose.
         split = (
             aux_state.split(self.maintainer().plan_state(self.target.schema.lower()))

@@ -119,8 +119,9 @@ def recorded_facts(session: Session, meta: StateMeta, heads: dict[str, Head]) ->
 def same_model(
     meta: StateMeta, digest: str, compiled_sql: str, default_db: str, model: str
 ) -> bool:
-    """Is the state the one of this model SQL over the same base relations?"""
-    if meta.sql_hash != digest or meta.view_sql_hash != digest:
+    """Is the state the one of this model SQL (`digest`, `StateMeta.built_from`) over the
+    same base relations?"""
+    if not meta.built_from(digest):
         return False
     relations = base_relations(compiled_sql, default_db, model)
     return sorted(meta.watermarks) == sorted(relations) and meta.bases is not None

@@ -22,7 +22,6 @@ Steps of a refresh: pin snapshots -> write logs -> delta table -> recompute -> c
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     StateRows,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
-from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta, written
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -63,8 +62,10 @@ __all__ = [
 ]
 
 
-def sql_hash(compiled_sql: str) -> str:
-    return hashlib.sha256(f"{FORMAT_VERSION}\n{compiled_sql.strip()}".encode()).hexdigest()[:16]
+def sql_hash(compiled_sql: str) -> SqlDigest:
+    """The digest a state records of its SQL: of the SQL's canonical form, accepting the
+    raw-text digest states built by earlier versions record (`state_meta.SqlDigest`)."""
+    return SqlDigest.of(compiled_sql, FORMAT_VERSION)
 
 
 @dataclass(kw_only=True)
@@ -205,7 +206,7 @@ class Maintainer:
             )
         if meta is None:
             return f"the existing {self.existing} {self.target.view} has no ivm state"
-        if meta.sql_hash != digest or meta.view_sql_hash != digest:
+        if not meta.built_from(digest):
             return self.sql_changed_because or "the model SQL changed since its state was built"
         if sorted(meta.watermarks) != sorted(the_plan.query.relations):
             return "the model's base relations changed"

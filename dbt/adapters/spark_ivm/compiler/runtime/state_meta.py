@@ -8,11 +8,50 @@ row that does not parse is no state at all: the model rebuilds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
+from dbt.adapters.spark_ivm.compiler.frontend.canonical import canonical_sql
 from dbt.adapters.spark_ivm.compiler.plan import Plan
+
+
+def _sha(version: str, text: str) -> str:
+    return hashlib.sha256(f"{version}\n{text}".encode()).hexdigest()[:16]
+
+
+class SqlDigest(str):
+    """The digest a state records of the SQL it is built from (`ivm.sql_hash` on its view,
+    `sql_hash` in its metadata row): of the SQL's canonical form (`canonical.py`), so a
+    comment or whitespace is no change; of the raw text where sqlglot cannot parse it.
+    `legacy` is the digest of the raw text, which states built before the canonical digest
+    record: such a state is of the same SQL too, and is not rebuilt for the formula's sake.
+
+    >>> digest = SqlDigest.of("select k  from db.t -- note", "5")
+    >>> digest == SqlDigest.of("SELECT k FROM db.t", "5"), digest.legacy == digest
+    (True, False)
+    >>> digest.accepts(digest.legacy), digest.accepts(SqlDigest.of("select K from db.t", "5"))
+    (True, False)
+    """
+
+    legacy: str
+
+    def __new__(cls, digest: str, legacy: str) -> Self:
+        made = super().__new__(cls, digest)
+        made.legacy = legacy
+        return made
+
+    @classmethod
+    def of(cls, text: str, version: str) -> SqlDigest:
+        """The digest of `text` for state format `version`."""
+        raw = _sha(version, text.strip())
+        canonical = canonical_sql(text)
+        return cls(raw if canonical is None else _sha(version, canonical), raw)
+
+    def accepts(self, recorded: str | None) -> bool:
+        """Is `recorded` (a digest a state records) this SQL's, by either formula?"""
+        return recorded is not None and recorded in (str(self), self.legacy)
 
 
 @dataclass(frozen=True)
@@ -51,6 +90,14 @@ class StateMeta:
         refresh that finds nothing to apply commits only then.)"""
         new = json.loads(new_row)
         return {**new, "runs": None} != {**self.recorded, "runs": None}
+
+    def built_from(self, digest: str) -> bool:
+        """Do the row and the view both record the SQL whose digest is `digest` (a
+        `SqlDigest` also accepts its legacy digest, each record on its own: a refresh writes
+        the new digest to the row while the view it keeps records the old)?"""
+        if isinstance(digest, SqlDigest):
+            return digest.accepts(self.sql_hash) and digest.accepts(self.view_sql_hash)
+        return self.sql_hash == digest and self.view_sql_hash == digest
 
     def base(self, relation: str) -> dict[str, Any]:
         """What the state recorded of `relation` (empty when nothing)."""
