@@ -42,7 +42,8 @@
         graph.nodes,
         model.get('unique_id'),
         config.get('ivm_refresh'),
-        docs=docs) -%}
+        docs=docs,
+        on_configuration_change=config.get('on_configuration_change')) -%}
 
   {%- if result['creates_view'] and existing is not none -%}
     {{ adapter.drop_relation(existing) }}

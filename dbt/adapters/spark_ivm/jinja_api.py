@@ -22,6 +22,7 @@ from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.runtime import cleanup, explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
+from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange
 from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
 from dbt.adapters.spark_ivm.compiler.runtime.executor import describe_columns, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
@@ -203,18 +204,22 @@ class IvmJinjaApi:
         unique_id: str | None = None,
         refresh: str | None = None,
         docs: dict[str, Any] | None = None,
+        on_configuration_change: str | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
         `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/chain.py`),
         `unsupported` its `ivm_unsupported` config (`compiler/runtime/fallback.py`); `graph_nodes`
         (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/runtime/upstream.py`);
         `refresh` is its `ivm_refresh` config (`compiler/runtime/cost.py`); `docs` what its
-        `persist_docs` puts on its view (`comment`, `columns`; `compiler/runtime/view.py`)."""
+        `persist_docs` puts on its view (`comment`, `columns`; `compiler/runtime/view.py`);
+        `on_configuration_change` dbt's config of that name, what a change of its SQL or
+        `ivm_aux_states` that would rebuild it does (`compiler/runtime/config_change.py`)."""
         executor = _ConnectionExecutor(self)
         target = Target(schema, identifier)
         view_docs = ViewDocs.of(docs)
         try:
             on_refusal = fallback.unsupported_mode(unsupported, model_name)
+            on_change = OnChange.of(on_configuration_change, model_name)
             maintainer = ChainMaintainer(
                 executor=executor,
                 model=model_name,
@@ -228,6 +233,7 @@ class IvmJinjaApi:
                 warn=warn,
                 publish=upstream.has_ivm_readers(graph_nodes, unique_id),
                 docs=view_docs,
+                on_change=on_change,
             )
             try:
                 outcome = maintainer.run()
@@ -263,7 +269,10 @@ class IvmJinjaApi:
         """`persist_docs` on a run that keeps the model's view (a refresh, no change, a rebuild
         in place): the view's comments brought to the model's docs where they differ (one
         DESCRIBE a run; `view.docs_sql`). A built view has them from its CREATE; a model
-        rebuilt in full (`ivm_unsupported='rebuild'`) is a table, which gets none: said."""
+        rebuilt in full (`ivm_unsupported='rebuild'`) is a table, which gets none: said; a
+        skipped run (`on_configuration_change: continue`) leaves the view as it is."""
+        if outcome.mode is Mode.SKIP:
+            return
         if outcome.mode is Mode.REBUILD:
             warn(
                 f"ivm model '{model}': persist_docs is not applied to a model rebuilt in full "

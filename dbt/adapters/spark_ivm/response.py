@@ -9,7 +9,8 @@ did and to how many rows of the model's state:
 
 `mode` is one of `build` (the first run), `refresh` (changes applied), `no change` (nothing
 to apply), `rebuild` (built anew: changed SQL, `--full-refresh`, a base-table event, or a
-table written by `ivm_unsupported='rebuild'`), with `reason` saying why.
+table written by `ivm_unsupported='rebuild'`), `skipped` (a change that would rebuild it left
+unapplied, `on_configuration_change: continue`), with `reason` saying why.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
 
 #: What a run did, as `mode` says it.
-MODES = ("build", "refresh", "no change", "rebuild")
+MODES = ("build", "refresh", "no change", "rebuild", "skipped")
 
 
 @dataclass
@@ -45,11 +46,15 @@ def mode_of(outcome: Outcome) -> str:
     ('build', 'rebuild')
     >>> run(Mode.REFRESH, "incremental", StateRows()), run(Mode.REFRESH, "incremental", StateRows(1))
     ('no change', 'refresh')
+    >>> run(Mode.SKIP, "its SQL changed since its state was built", StateRows())
+    'skipped'
     """
     if outcome.mode is Mode.BUILD:
         return "build" if outcome.reason == FIRST_RUN else "rebuild"
     if outcome.mode is Mode.REFRESH:
         return "refresh" if outcome.changed else "no change"
+    if outcome.mode is Mode.SKIP:
+        return "skipped"
     return "rebuild"
 
 

@@ -37,6 +37,12 @@ from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, upstream
+from dbt.adapters.spark_ivm.compiler.runtime.config_change import (
+    MODEL_SQL,
+    OnChange,
+    held,
+    sql_change,
+)
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
     describe_columns,
@@ -103,6 +109,9 @@ class ChainMaintainer:
     top: top_k.TopK | None = None
     # dbt's `persist_docs` for the model's view (`view.py`); its states' views get none.
     docs: ViewDocs | None = None
+    # dbt's `on_configuration_change`: what a change that would rebuild the model does
+    # (`config_change.py`).
+    on_change: OnChange = OnChange.APPLY
 
     def session(self, target: Target | None = None, model: str | None = None) -> Session:
         """A session for one of the model's states (its own timings and scratch relations;
@@ -223,6 +232,11 @@ class ChainMaintainer:
 
     def run(self) -> Outcome:
         props = (self.properties_of(self.target.view) if self.existing == "view" else None) or {}
+        if not self.full_refresh and self.on_change is not OnChange.APPLY:
+            # Before anything is written: a held change leaves every state as it was.
+            change = sql_change(props.get(MODEL_SQL), self.user_sql or self.compiled_sql)
+            if change is not None and (kept := self._held(change)) is not None:
+                return kept
         self.read_views(props)
         notes = self._stale_upstreams()
         self.copy_bases()
@@ -235,6 +249,11 @@ class ChainMaintainer:
                 self.executor.execute(f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE")
             raise
         return replace(outcome, summary="; ".join([outcome.summary, *notes]))
+
+    def _held(self, change: str) -> Outcome | None:
+        """What `on_configuration_change` makes of `change`, which would rebuild the model
+        (None: rebuild)."""
+        return held(self.on_change, self.model, self.target.view, change, self.warn)
 
     def split_top(self) -> None:
         """Maintain the model's SELECT without its ORDER BY .. LIMIT; its view applies it."""
@@ -301,9 +320,11 @@ class ChainMaintainer:
         if isinstance(split, Refusal):
             if self.mode == "always" or possible:
                 self.log(f"ivm model '{self.model}': no aux state: {split}")
+            reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
+            if reason is not None and (kept := self._aux_held(chosen_mode, reason)) is not None:
+                return kept
             if had_aux:
                 self._drop_aux()
-            reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
             return self._flat(choice, reason)
         aux = self.maintainer(
             model=f"{self.model}__ivm_aux",
@@ -315,7 +336,15 @@ class ChainMaintainer:
         top_sql = split.top_sql(render.view_select(aux_plan, aux.target.state))
         self.log(f"ivm model '{self.model}': {aux_state.describe(split, dim_rows, fact_rows)}")
         reason = "it now keeps an auxiliary state" if changed and not had_aux else None
+        if reason is not None and (kept := self._aux_held(chosen_mode, reason)) is not None:
+            return kept
         return self._chain(split.aux_sql, top_sql, choice, reason)
+
+    def _aux_held(self, before: str, reason: str) -> Outcome | None:
+        """`_held` for a changed `ivm_aux_states` that rebuilds the model (`reason`)."""
+        if self.full_refresh:
+            return None
+        return self._held(f"ivm_aux_states changed from '{before}' to '{self.mode}', so {reason}")
 
     def _flat(self, choice: str, reason: str | None) -> Outcome:
         flat = self.maintainer(view_properties={CHOICE: choice}, rebuild_because=reason)

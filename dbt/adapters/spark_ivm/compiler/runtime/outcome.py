@@ -20,6 +20,9 @@ class Mode(StrEnum):
     BUILD = "build"  # built from the query (first run, or rebuilt: see `Outcome.reason`)
     REFRESH = "refresh"  # the change applied to the state
     REBUILD = "rebuild"  # a table rebuilt in full every run (`ivm_unsupported='rebuild'`)
+    # Nothing written: a change that would rebuild the model was left unapplied
+    # (`on_configuration_change: continue`, `config_change.py`); the relation is as it was.
+    SKIP = "skip"
 
 
 class Rebuild(Exception):
@@ -76,5 +79,7 @@ class Outcome:
     @property
     def changed(self) -> bool:
         """Did the run write the relation's rows (a refresh that found nothing to apply
-        did not)?"""
+        did not, nor did a skipped run)?"""
+        if self.mode is Mode.SKIP:
+            return False
         return self.mode is not Mode.REFRESH or self.rows is None or self.rows.affected > 0
