@@ -28,9 +28,8 @@ Families:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from sqlglot import exp
 
@@ -42,98 +41,43 @@ from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 
 KeyRanges = Mapping[tuple[int, str], KeyRange]
-
-
-class Operator(Protocol):
-    """The rules of one operator family (see the module docstring)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def initial_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], meta: str
-    ) -> exp.Expression: ...
-
-    def compacted_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], ranges: Sequence[KeyRanges]
-    ) -> exp.Select | None: ...
-
-    def prepare(
-        self,
-        run: Run,
-        names: Names,
-        plan: Plan,
-        renderer: TermRenderer,
-        compacted: exp.Select,
-        new_meta: str,
-    ) -> Prepared: ...
+InitialSelect = Callable[[Plan, Sequence[TermRenderer], str], exp.Expression]
+CompactedSelect = Callable[[Plan, Sequence[TermRenderer], Sequence[KeyRanges]], exp.Select | None]
+Prepare = Callable[[Run, Names, Plan, TermRenderer, exp.Select, str], Prepared]
 
 
 @dataclass(frozen=True)
-class _Keyed:
-    name: str = "keyed"
+class Operator:
+    """The rules of one operator family (see the module docstring), as data."""
 
-    def initial_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], meta: str
-    ) -> exp.Expression:
-        return render.initial_state_select(plan, renderers[0], meta)
-
-    def compacted_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], ranges: Sequence[KeyRanges]
-    ) -> exp.Select | None:
-        return render.compacted_delta_select(plan, renderers[0], ranges[0])
-
-    def prepare(
-        self,
-        run: Run,
-        names: Names,
-        plan: Plan,
-        renderer: TermRenderer,
-        compacted: exp.Select,
-        new_meta: str,
-    ) -> Prepared:
-        return state_merge.prepare(run, names, plan, renderer, compacted, new_meta)
+    name: str
+    # The state's rows from the inputs as they are: (plan, a renderer per branch, meta row).
+    initial_select: InitialSelect
+    # The change of the state's input rows: (plan, renderers, key ranges per branch).
+    compacted_select: CompactedSelect
+    # The scratch relations and the MERGE: (run, names, plan, first renderer, change, meta).
+    prepare: Prepare
 
 
-@dataclass(frozen=True)
-class _Windowed(_Keyed):
-    name: str = "windowed"
-
-    def initial_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], meta: str
-    ) -> exp.Expression:
-        return window.initial_select(plan, renderers[0], meta)
-
-    def prepare(
-        self,
-        run: Run,
-        names: Names,
-        plan: Plan,
-        renderer: TermRenderer,
-        compacted: exp.Select,
-        new_meta: str,
-    ) -> Prepared:
-        return window.prepare(run, names, plan, renderer, compacted, new_meta)
+def _one_branch_initial(plan: Plan, renderers: Sequence[TermRenderer], meta: str) -> exp.Expression:
+    return render.initial_state_select(plan, renderers[0], meta)
 
 
-@dataclass(frozen=True)
-class _SetOperation(_Keyed):
-    name: str = "set operation"
-
-    def initial_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], meta: str
-    ) -> exp.Expression:
-        return union.initial_select(plan, renderers, meta)
-
-    def compacted_select(
-        self, plan: Plan, renderers: Sequence[TermRenderer], ranges: Sequence[KeyRanges]
-    ) -> exp.Select | None:
-        return union.compacted_select(plan, renderers, ranges)
+def _window_initial(plan: Plan, renderers: Sequence[TermRenderer], meta: str) -> exp.Expression:
+    return window.initial_select(plan, renderers[0], meta)
 
 
-KEYED: Operator = _Keyed()
-WINDOWED: Operator = _Windowed()
-SET_OPERATION: Operator = _SetOperation()
+def _one_branch_compacted(
+    plan: Plan, renderers: Sequence[TermRenderer], ranges: Sequence[KeyRanges]
+) -> exp.Select | None:
+    return render.compacted_delta_select(plan, renderers[0], ranges[0])
+
+
+KEYED = Operator("keyed", _one_branch_initial, _one_branch_compacted, state_merge.prepare)
+WINDOWED = Operator("windowed", _window_initial, _one_branch_compacted, window.prepare)
+SET_OPERATION = Operator(
+    "set operation", union.initial_select, union.compacted_select, state_merge.prepare
+)
 
 
 def operator_of(plan: Plan) -> Operator:
