@@ -84,6 +84,23 @@ class SmallProject:
         """Run any statement on the project's dbt connection; its rows, if it returns any."""
         return self.conn.run(statement)
 
+    def started(self) -> SmallProject:
+        """The project with its Spark started and its schema created (what every module's
+        `project` fixture does first)."""
+        self.start_spark()
+        self.sql(f"CREATE DATABASE IF NOT EXISTS {self.output['schema']}")
+        return self
+
+    def base_table(self, name: str, columns: str, *rows: str) -> str:
+        """(Re)create the Iceberg table `name` of the project's schema with `columns`
+        (`"k string, x int"`) and `rows` (SQL VALUES tuples, one commit); its full name."""
+        relation = f"{self.output['schema']}.{name}"
+        self.sql(f"DROP TABLE IF EXISTS {relation}")
+        self.sql(f"CREATE TABLE {relation} ({columns}) USING iceberg")
+        if rows:
+            self.sql(f"INSERT INTO {relation} VALUES {', '.join(rows)}")
+        return relation
+
     def bag(self, statement: str) -> Counter:
         return Counter(self.sql(statement))
 

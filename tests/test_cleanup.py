@@ -23,12 +23,8 @@ STAGED_SQL = (
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    p = SmallProject(tmp_path_factory.mktemp("cleanup"), "cleanup", SCHEMA)
-    p.start_spark()
-    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
-    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
-    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)")
+    p = SmallProject(tmp_path_factory.mktemp("cleanup"), "cleanup", SCHEMA).started()
+    p.base_table("base", "k string, x int", "('a', 1)", "('a', 2)", "('b', 3)", "(NULL, 4)")
     p.model("agg", AGG_SQL)
     p.model("over", OVER_SQL)
     p.model("staged", STAGED_SQL)

@@ -82,20 +82,11 @@ def _relations(p: SmallProject) -> set[str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    p = SmallProject(tmp_path_factory.mktemp("config_change"), "config_change", SCHEMA)
-    p.start_spark()
-    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    for name, columns, rows in (
-        ("base", "k string, x int", "('a', 1), ('a', 2), ('b', 3), ('c', 4), (NULL, 5)"),
-        (
-            "dims",
-            "k string, label string",
-            "('a', 'vowel'), ('b', 'consonant'), ('c', 'consonant')",
-        ),
-    ):
-        p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
-        p.sql(f"CREATE TABLE {SCHEMA}.{name} ({columns}) USING iceberg")
-        p.sql(f"INSERT INTO {SCHEMA}.{name} VALUES {rows}")
+    p = SmallProject(tmp_path_factory.mktemp("config_change"), "config_change", SCHEMA).started()
+    p.base_table("base", "k string, x int", "('a', 1), ('a', 2), ('b', 3), ('c', 4), (NULL, 5)")
+    p.base_table(
+        "dims", "k string, label string", "('a', 'vowel'), ('b', 'consonant')", "('c', 'consonant')"
+    )
     return p
 
 

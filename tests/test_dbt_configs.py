@@ -39,12 +39,8 @@ def _schema_yml(p: SmallProject, description: str, columns: dict[str, str]) -> N
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    p = SmallProject(tmp_path_factory.mktemp("configs"), "configs", SCHEMA)
-    p.start_spark()
-    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
-    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
-    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)")
+    p = SmallProject(tmp_path_factory.mktemp("configs"), "configs", SCHEMA).started()
+    p.base_table("base", "k string, x int", "('a', 1)", "('a', 2)", "('b', 3)", "(NULL, 4)")
     return p
 
 

@@ -22,12 +22,9 @@ REBUILD = "{{ config(materialized='ivm', ivm_unsupported='rebuild') }}\n"
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    p = SmallProject(tmp_path_factory.mktemp("fallback"), "fallback", SCHEMA)
-    p.start_spark()
-    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
-    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
-    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4), ('a', 2)")
+    p = SmallProject(tmp_path_factory.mktemp("fallback"), "fallback", SCHEMA).started()
+    rows = ("('a', 1)", "('a', 2)", "('b', 3)", "(NULL, 4)", "('a', 2)")
+    p.base_table("base", "k string, x int", *rows)
     tests = {
         "version": 2,
         "models": [{"name": m, "data_tests": ["ivm_consistent"]} for m in ("ranked",)],

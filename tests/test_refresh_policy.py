@@ -37,11 +37,8 @@ def _config(policy: str) -> str:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    p = SmallProject(tmp_path_factory.mktemp("policy"), "policy", SCHEMA)
-    p.start_spark()
-    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.base")
-    p.sql(f"CREATE TABLE {SCHEMA}.base (k string, x int) USING iceberg")
+    p = SmallProject(tmp_path_factory.mktemp("policy"), "policy", SCHEMA).started()
+    p.base_table("base", "k string, x int")
     # Ten commits, ten files: a one-row insert is a small part of the table's bytes.
     for batch in range(10):
         rows = ", ".join(f"('{'abcd'[(batch + i) % 4]}', {batch * 10 + i})" for i in range(20))
