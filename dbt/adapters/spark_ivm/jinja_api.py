@@ -27,7 +27,12 @@ from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
 from dbt.adapters.spark_ivm.compiler.runtime.executor import describe_columns, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
-from dbt.adapters.spark_ivm.compiler.runtime.view import DescribedView, ViewDocs, docs_sql
+from dbt.adapters.spark_ivm.compiler.runtime.view import (
+    MODEL_SQL,
+    DescribedView,
+    ViewDocs,
+    docs_sql,
+)
 from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 from dbt.adapters.spark_ivm.embedded import is_local_master
@@ -363,10 +368,10 @@ class IvmJinjaApi:
         relation = f"{schema}.{identifier}".lower()
         executor = _ConnectionExecutor(self)
         props = table_properties(executor.fetch, relation)
-        if "ivm.sql" not in props:
+        if MODEL_SQL not in props:
             raise DbtRuntimeError(
                 f"ivm_consistent: {relation} is not an ivm relation (no ivm.sql property); "
                 "run the model with materialized='ivm' first."
             )
         columns = describe_columns(executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}"))
-        return consistency_sql(relation, props["ivm.sql"], columns)
+        return consistency_sql(relation, props[MODEL_SQL], columns)

@@ -23,6 +23,17 @@ from sqlglot.errors import SqlglotError
 from dbt.adapters.spark_ivm.compiler.frontend.dialect import DIALECT
 
 
+def comparable_sql(text: str) -> str:
+    """What two SQL texts are compared by: the canonical form, the trimmed text where
+    sqlglot cannot parse it.
+
+    >>> comparable_sql("select k  from db.t -- keys"), comparable_sql(" select from ((( ")
+    ('SELECT k FROM db.t', 'select from (((')
+    """
+    found = canonical_sql(text)
+    return text.strip() if found is None else found
+
+
 def canonical_sql(text: str) -> str | None:
     """`text` parsed by sqlglot in Spark's dialect and rendered again without comments
     (statements joined by `; `); None when sqlglot cannot parse it."""

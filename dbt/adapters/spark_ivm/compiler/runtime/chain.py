@@ -37,12 +37,7 @@ from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, upstream
-from dbt.adapters.spark_ivm.compiler.runtime.config_change import (
-    MODEL_SQL,
-    OnChange,
-    held,
-    sql_change,
-)
+from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
     describe_columns,
@@ -55,7 +50,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Out
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
-from dbt.adapters.spark_ivm.compiler.runtime.view import ViewDocs
+from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"

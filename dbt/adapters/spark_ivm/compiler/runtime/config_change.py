@@ -23,12 +23,10 @@ from collections.abc import Callable
 from enum import StrEnum
 
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
-from dbt.adapters.spark_ivm.compiler.frontend.canonical import canonical_sql
+from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
-#: The view property holding the model's own SQL (`view.create_view_sql`).
-MODEL_SQL = "ivm.sql"
 #: How to apply a held change, as the warning and the error say it.
 HOW_TO_APPLY = "run it with --full-refresh, or set on_configuration_change: apply (it is rebuilt)"
 
@@ -82,15 +80,9 @@ def sql_change(recorded: str | None, model_sql: str) -> str | None:
     >>> sql_change("select k from db.t", "select k from db.t where k > 0")
     'its SQL changed since its state was built'
     """
-    if recorded is None or _comparable(recorded) == _comparable(model_sql):
+    if recorded is None or comparable_sql(recorded) == comparable_sql(model_sql):
         return None
     return "its SQL changed since its state was built"
-
-
-def _comparable(text: str) -> str:
-    """The SQL's canonical form; its trimmed text where sqlglot cannot parse it."""
-    found = canonical_sql(text)
-    return text.strip() if found is None else found
 
 
 def held(

@@ -53,6 +53,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Target
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: What maintains a join step, by kind (`delta.py`, `outer_join.py`).
@@ -282,7 +283,7 @@ class Explainer:
     def explain(self, given_sql: str | None) -> list[str]:
         chain = self.chain
         props = chain.properties_of(chain.target.view) or {}
-        recorded = props.get("ivm.sql")
+        recorded = props.get(MODEL_SQL)
         user_sql = given_sql or recorded
         head = f"ivm model '{chain.model}' ({chain.target.view})"
         if not user_sql:

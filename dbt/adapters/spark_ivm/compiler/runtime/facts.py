@@ -24,7 +24,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
-from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
@@ -117,7 +117,7 @@ def recorded_facts(session: Session, meta: StateMeta, heads: dict[str, Head]) ->
 
 
 def same_model(
-    meta: StateMeta, digest: str, compiled_sql: str, default_db: str, model: str
+    meta: StateMeta, digest: SqlDigest, compiled_sql: str, default_db: str, model: str
 ) -> bool:
     """Is the state the one of this model SQL (`digest`, `StateMeta.built_from`) over the
     same base relations?"""

@@ -31,6 +31,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, table_pro
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
+from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 UNSUPPORTED_ENV = "DBT_SPARK_IVM_UNSUPPORTED"
@@ -69,7 +70,7 @@ def rebuild(
         except Exception:  # noqa: BLE001 - no readable view: no sub-query states recorded
             props = {}
         drop_stages(executor, target, props, keep=0)
-    props = {"ivm.sql": (user_sql or compiled_sql).strip(), FALLBACK: construct}
+    props = {MODEL_SQL: (user_sql or compiled_sql).strip(), FALLBACK: construct}
     prop_sql = ", ".join(
         f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
     )

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Self
 
-from dbt.adapters.spark_ivm.compiler.frontend.canonical import canonical_sql
+from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 
 
@@ -45,9 +45,7 @@ class SqlDigest(str):
     @classmethod
     def of(cls, text: str, version: str) -> SqlDigest:
         """The digest of `text` for state format `version`."""
-        raw = _sha(version, text.strip())
-        canonical = canonical_sql(text)
-        return cls(raw if canonical is None else _sha(version, canonical), raw)
+        return cls(_sha(version, comparable_sql(text)), _sha(version, text.strip()))
 
     def accepts(self, recorded: str | None) -> bool:
         """Is `recorded` (a digest a state records) this SQL's, by either formula?"""
@@ -91,13 +89,11 @@ class StateMeta:
         new = json.loads(new_row)
         return {**new, "runs": None} != {**self.recorded, "runs": None}
 
-    def built_from(self, digest: str) -> bool:
-        """Do the row and the view both record the SQL whose digest is `digest` (a
-        `SqlDigest` also accepts its legacy digest, each record on its own: a refresh writes
-        the new digest to the row while the view it keeps records the old)?"""
-        if isinstance(digest, SqlDigest):
-            return digest.accepts(self.sql_hash) and digest.accepts(self.view_sql_hash)
-        return self.sql_hash == digest and self.view_sql_hash == digest
+    def built_from(self, digest: SqlDigest) -> bool:
+        """Do the row and the view both record the SQL whose digest is `digest` (by either
+        formula, each record on its own: a refresh writes the new digest to the row while
+        the view it keeps records the old)?"""
+        return digest.accepts(self.sql_hash) and digest.accepts(self.view_sql_hash)
 
     def base(self, relation: str) -> dict[str, Any]:
         """What the state recorded of `relation` (empty when nothing)."""

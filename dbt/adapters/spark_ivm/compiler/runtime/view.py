@@ -31,6 +31,8 @@ from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: The view property naming a model's state table: what marks a view as an ivm model's.
 STATE_TABLE = "ivm.state_table"
+#: The view property holding the model's own SQL (what `ivm_consistent` compares with).
+MODEL_SQL = "ivm.sql"
 
 
 #: Where a view's properties say what it is: the plugin's own, kept when the view is re-created.
@@ -199,7 +201,7 @@ def create_view_sql(
         "ivm.format": FORMAT_VERSION,
         "ivm.sql_hash": digest,
         STATE_TABLE: target.state,
-        "ivm.sql": model_sql,
+        MODEL_SQL: model_sql,
         **properties,
     }
     clauses = docs.clauses(the_plan.output_names) if docs is not None else ""
