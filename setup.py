@@ -1,6 +1,50 @@
-"""Packaging of the dbt-spark-ivm adapter plugin (dbt adapter type ``spark_ivm``)."""
+"""Packaging of the dbt-spark-ivm adapter plugin (dbt adapter type ``spark_ivm``).
+
+The Jinja lives once, in the repository's top-level ``macros/`` folder. From a clone or an
+editable install dbt reads it there (``dbt/include/spark_ivm/dbt_project.yml`` names it as
+``../../../macros``); a wheel gets a copy in ``dbt/include/spark_ivm/macros/`` and a
+``dbt_project.yml`` that names that copy (``BuildPyWithMacros``).
+"""
+
+import shutil
+from pathlib import Path
 
 from setuptools import find_namespace_packages, setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+PACKAGE = Path("dbt", "include", "spark_ivm")
+#: The line of dbt_project.yml that names the macros folder: as in the repository, as in a wheel.
+SOURCE_MACRO_PATHS = 'macro-paths: ["../../../macros"]'
+WHEEL_MACRO_PATHS = 'macro-paths: ["macros"]'
+
+
+class BuildPyWithMacros(build_py):
+    """build_py that puts macros/ into the package and points dbt_project.yml at it.
+
+    Not in editable mode: there the package stays in the repository and dbt reads macros/
+    where it is, so an edited macro needs no reinstall.
+    """
+
+    def run(self):
+        super().run()
+        if self.editable_mode:
+            return
+        target = Path(self.build_lib, PACKAGE)
+        shutil.rmtree(target / "macros", ignore_errors=True)  # a macro deleted since last build
+        shutil.copytree(
+            ROOT / "macros",
+            target / "macros",
+            ignore=lambda folder, names: [
+                n for n in names if not (n.endswith(".sql") or Path(folder, n).is_dir())
+            ],
+        )
+        # Written from the source each time: build_py skips copying a file older than its copy.
+        text = (ROOT / PACKAGE / "dbt_project.yml").read_text()
+        if text.count(SOURCE_MACRO_PATHS) != 1:
+            raise RuntimeError(f"{PACKAGE}/dbt_project.yml lacks the line {SOURCE_MACRO_PATHS}")
+        (target / "dbt_project.yml").write_text(text.replace(SOURCE_MACRO_PATHS, WHEEL_MACRO_PATHS))
+
 
 setup(
     name="dbt-spark-ivm",
@@ -19,12 +63,9 @@ setup(
             "dbt_project.yml",
             "profile_template.yml",
             "sample_profiles.yml",
-            # dbt/include/spark_ivm/macros is a symlink to the repository's macros/ folder;
-            # the wheel gets the .sql files themselves.
-            "macros/*.sql",
-            "macros/**/*.sql",
         ],
     },
+    cmdclass={"build_py": BuildPyWithMacros},
     install_requires=[
         # dbt-core 1.12+ needs dbt-core-experimental-parser, which cannot be built offline;
         # without an upper bound pip picks a 1.13 pre-release.
