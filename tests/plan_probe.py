@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dbt.adapters.spark_ivm import jinja_api
+from dbt.adapters.spark_ivm import connection_executor
 
 #: Physical operators of a join without an equi-join key: a product of its sides.
 PRODUCTS = ("CartesianProduct", "BroadcastNestedLoopJoin")
@@ -129,7 +129,7 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
     """{connection name: [(statement, plan)]} for the statements run while active."""
     plans: dict[str, list[tuple[str, str]]] = defaultdict(list)
     lock = threading.Lock()
-    executor = jinja_api._ConnectionExecutor
+    executor = connection_executor.ConnectionExecutor
     original = {name: getattr(executor, name) for name in ("execute", "fetch", "scratch_view")}
 
     def keep(self: Any, statement: str, plan: str) -> None:

@@ -130,6 +130,26 @@ class SmallProject:
         assert result.success, [str(r.message) for r in result.result.results]
 
 
+class DbtRun:
+    """One `dbt run` (or `dbt <command>` with `command=`) of `p`: its success, each model's
+    message and adapter_response, the warnings dbt emitted. Does not fail by itself."""
+
+    def __init__(self, p: SmallProject, *args: str, command: str = "run") -> None:
+        self.warnings: list[str] = []
+
+        def keep(event: Any) -> None:
+            if event.info.level == "warn":
+                self.warnings.append(str(event.info.msg))
+
+        result = dbtRunner(callbacks=[keep]).invoke(
+            [command, *args, "--project-dir", str(p.root), "--profiles-dir", str(p.root)]
+        )
+        self.success = bool(result.success)
+        results = result.result.results if result.result else []
+        self.messages = {r.node.name: str(r.message) for r in results}
+        self.responses = {r.node.name: dict(r.adapter_response) for r in results}
+
+
 def yaml_name(root: Path) -> str:
     """The project name in `root`'s dbt_project.yml (the compiled SQL's folder)."""
     for line in (root / "dbt_project.yml").read_text().splitlines():

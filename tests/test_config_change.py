@@ -13,10 +13,9 @@ nothing. The digest's rules themselves: `test_digest_*`, no Spark.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
-from dbt.cli.main import dbtRunner
+from small_project import DbtRun as Run
 from small_project import SmallProject, yaml_name
 
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
@@ -40,25 +39,6 @@ STAR = (
     f"select d.label, count(*) as n, sum(f.x) as s from {SCHEMA}.base f "
     f"join {SCHEMA}.dims d on f.k = d.k group by d.label"
 )
-
-
-class Run:
-    """One `dbt run`: success, each model's message and adapter_response, the warnings."""
-
-    def __init__(self, p: SmallProject, *args: str) -> None:
-        self.warnings: list[str] = []
-
-        def keep(event: Any) -> None:
-            if event.info.level == "warn":
-                self.warnings.append(str(event.info.msg))
-
-        result = dbtRunner(callbacks=[keep]).invoke(
-            ["run", *args, "--project-dir", str(p.root), "--profiles-dir", str(p.root)]
-        )
-        self.success = bool(result.success)
-        results = result.result.results if result.result else []
-        self.messages = {r.node.name: str(r.message) for r in results}
-        self.responses = {r.node.name: dict(r.adapter_response) for r in results}
 
 
 def _write(p: SmallProject, name: str, select: str, config: str = "") -> None:

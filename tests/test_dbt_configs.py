@@ -1,4 +1,4 @@
-"""dbt's `persist_docs` and `grants` configs on ivm models.
+"""dbt's `persist_docs`, `grants`, `contract`, `--empty` and table configs on ivm models.
 
 The user-visible outcomes: with `persist_docs: {relation: true, columns: true}` the model's
 view carries the model's description as its comment and the column descriptions as its
@@ -9,6 +9,15 @@ text and `ivm.*` properties as they were and the state untouched; a run with not
 changes nothing; the relation stays equal to its SQL throughout. A model with `grants` on a Spark
 without a GRANT statement (the embedded one) fails with an error naming the model and the
 config, before anything is built.
+
+An enforced `contract` whose types match builds the model and warns of each constraint no
+view enforces (one silenced by `warn_unenforced: false` is not); a declared type the SQL does
+not have fails the run with dbt's contract error and leaves the model as it was. Under
+`--empty` a new model gets its columns and no rows and no state, an existing one is left as
+it is (not emptied), a refused construct fails as in a real run, and the next real run builds
+and refreshes exactly. `tblproperties`, `partition_by` and `location_root` reach the state
+table, which refreshes exactly; a `partition_by` of a column the state does not hold fails
+naming the ones it does.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from small_project import SmallProject
+from small_project import DbtRun, SmallProject
 
 SCHEMA = "ivm_configs"
 AGG_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.base group by k"
@@ -142,3 +151,156 @@ def test_grants_fail_the_model_before_anything_is_built(project: SmallProject):
     tables = {str(r[1]) for r in p.sql(f"SHOW TABLES IN {SCHEMA}")}
     assert not {"granted", "granted__ivm_state"} & tables, tables
     (p.root / "models" / "granted.sql").unlink()
+
+
+def _yml(p: SmallProject, name: str, models: list[dict], sources: list[dict] | None = None) -> None:
+    """A schema file of its own for one test's models (JSON is YAML)."""
+    body: dict = {"version": 2, "models": models}
+    if sources:
+        body["sources"] = sources
+    (p.root / "models" / f"{name}.yml").write_text(json.dumps(body))
+
+
+def _columns(p: SmallProject, relation: str) -> list[str]:
+    return [str(r[0]) for r in p.sql(f"DESCRIBE TABLE {SCHEMA}.{relation}") if r[0]]
+
+
+def _tables(p: SmallProject) -> set[str]:
+    return {str(r[1]) for r in p.sql(f"SHOW TABLES IN {SCHEMA}")}
+
+
+def test_contract_checks_types_and_warns_of_constraints(project: SmallProject):
+    p = project
+    (p.root / "models" / "contracted.sql").write_text(
+        "{{ config(materialized='ivm', contract={'enforced': true}) }}\n" + AGG_SQL
+    )
+
+    def declare(s_type: str) -> None:
+        columns = [
+            {"name": "k", "data_type": "string", "constraints": [{"type": "not_null"}]},
+            {"name": "n", "data_type": "bigint"},
+            {"name": "s", "data_type": s_type},
+        ]
+        silenced = {"type": "primary_key", "columns": ["k"], "warn_unenforced": False}
+        _yml(p, "contracted", [{"name": "contracted", "columns": columns,
+                                "constraints": [silenced]}])  # fmt: skip
+
+    declare("bigint")
+    run = DbtRun(p, "--select", "contracted")
+    assert run.success, run.messages
+    assert run.messages["contracted"].startswith("built"), run.messages
+    warned = [w for w in run.warnings if "ivm model 'contracted'" in w]
+    assert len(warned) == 1, run.warnings
+    assert "contract's not_null constraint on k is not enforced" in warned[0], warned
+    p.check_models(["contracted"])
+
+    # A declared type the SQL does not have: dbt's contract error, the model untouched.
+    snapshots = int(p.sql(f"SELECT count(*) FROM {SCHEMA}.contracted__ivm_state.snapshots")[0][0])
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('d', 7)")
+    declare("string")
+    failed = DbtRun(p, "--select", "contracted")
+    assert not failed.success
+    assert "contract" in failed.messages["contracted"].lower(), failed.messages
+    assert "s" in failed.messages["contracted"], failed.messages
+    after = int(p.sql(f"SELECT count(*) FROM {SCHEMA}.contracted__ivm_state.snapshots")[0][0])
+    assert after == snapshots
+
+    # Declared right again: the waiting change is refreshed in.
+    declare("bigint")
+    assert p.run("--select", "contracted")["contracted"].startswith("refreshed")
+    p.check_models(["contracted"])
+
+
+EMPTIED_SQL = "select k, count(*) as n, sum(x) as s from {{ source('raw', 'base') }} group by k"
+
+
+def test_empty_builds_the_shape_and_keeps_an_existing_state(project: SmallProject):
+    p = project
+    (p.root / "models" / "emptied.sql").write_text(
+        "{{ config(materialized='ivm') }}\n" + EMPTIED_SQL
+    )
+    (p.root / "models" / "over_emptied.sql").write_text(
+        "{{ config(materialized='ivm') }}\nselect k, n from {{ ref('emptied') }} where n > 1"
+    )
+    models = ["emptied", "over_emptied"]
+
+    # New models under `dbt build --empty`: their columns, no rows, no state; the model over
+    # the other is checked against it too; their ivm_consistent tests compare no rows.
+    _yml(
+        p,
+        "emptied",
+        [{"name": m, "data_tests": ["ivm_consistent"]} for m in models],
+        [{"name": "raw", "schema": SCHEMA, "tables": [{"name": "base"}]}],
+    )
+    run = DbtRun(p, "--select", *models, "--empty", command="build")
+    assert run.success, run.messages
+    assert {m: run.responses[m]["mode"] for m in models} == dict.fromkeys(models, "empty")
+    assert _columns(p, "emptied") == ["k", "n", "s"]
+    assert p.sql(f"SELECT * FROM {SCHEMA}.emptied") == []
+    assert not {"emptied__ivm_state", "over_emptied__ivm_state"} & _tables(p)
+
+    # The first real run builds both as maintained models.
+    run = DbtRun(p, "--select", *models)
+    assert run.success, run.messages
+    assert run.messages["emptied"].startswith("built"), run.messages
+    p.check_models(models)
+
+    # --empty on built models: left as they are (not emptied, the change not applied).
+    before = p.bag(f"SELECT * FROM {SCHEMA}.emptied")
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 10), ('e', 1)")
+    run = DbtRun(p, "--select", *models, "--empty")
+    assert run.success, run.messages
+    assert {m: run.responses[m]["mode"] for m in models} == dict.fromkeys(models, "skipped")
+    assert p.bag(f"SELECT * FROM {SCHEMA}.emptied") == before
+
+    # The next real run refreshes the change in.
+    run = DbtRun(p, "--select", *models)
+    assert run.success and run.messages["emptied"].startswith("refreshed"), run.messages
+    p.check_models(models)
+
+    # A construct the materialization refuses fails under --empty too, creating nothing.
+    (p.root / "models" / "refused_empty.sql").write_text(
+        "{{ config(materialized='ivm') }}\nselect k, x from {{ source('raw', 'base') }} limit 2"
+    )
+    run = DbtRun(p, "--select", "refused_empty", "--empty")
+    assert not run.success
+    assert "refused_empty" in run.messages["refused_empty"], run.messages
+    assert "LIMIT" in run.messages["refused_empty"], run.messages
+    assert "refused_empty" not in _tables(p)
+    (p.root / "models" / "refused_empty.sql").unlink()
+
+
+def test_table_configs_reach_the_state(project: SmallProject, tmp_path_factory):
+    p = project
+    root = tmp_path_factory.mktemp("lake")
+    config = (
+        "materialized='ivm', partition_by=['k'], location_root='" + str(root) + "', "
+        "tblproperties={'write.delete.mode': 'copy-on-write', 'ivm.test.owner': 'configs'}"
+    )
+    (p.root / "models" / "laid_out.sql").write_text(f"{{{{ config({config}) }}}}\n{AGG_SQL}")
+    assert p.run("--select", "laid_out")["laid_out"].startswith("built")
+    props = _properties(p, "laid_out__ivm_state")
+    assert props["ivm.test.owner"] == "configs"
+    assert props["write.delete.mode"] == "copy-on-write"  # the model's value wins
+    assert props["write.update.mode"] == "merge-on-read"  # the plugin's own stay
+    rows = p.sql(f"DESCRIBE TABLE EXTENDED {SCHEMA}.laid_out__ivm_state")
+    location = next(str(r[1]) for r in rows if r[0] == "Location")
+    assert location.rstrip("/").endswith(f"{root}/laid_out__ivm_state"), location
+    partitions = p.sql(f"SELECT partition FROM {SCHEMA}.laid_out__ivm_state.partitions")
+    assert len(partitions) >= 3, partitions  # a, b, the NULL key (and the metadata row)
+    p.check_models(["laid_out"])
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 100), ('z', 1)")
+    p.sql(f"DELETE FROM {SCHEMA}.base WHERE k = 'b'")
+    assert p.run("--select", "laid_out")["laid_out"].startswith("refreshed")
+    p.check_models(["laid_out"])
+
+    # A result column the state does not hold as it is: an error naming the ones it does.
+    (p.root / "models" / "laid_out_avg.sql").write_text(
+        "{{ config(materialized='ivm', partition_by='a') }}\n"
+        f"select k, avg(x) as a from {SCHEMA}.base group by k"
+    )
+    run = DbtRun(p, "--select", "laid_out_avg")
+    assert not run.success
+    message = run.messages["laid_out_avg"]
+    assert "partition_by names 'a'" in message and "can partition by k" in message, message
+    (p.root / "models" / "laid_out_avg.sql").unlink()

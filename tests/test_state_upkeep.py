@@ -10,7 +10,7 @@ the refresh test (`THRESHOLDS`: the same rules, due sooner, so that 10 refreshes
 the defaults reach after 16): without upkeep a state would hold more than EXPIRE_AT + 1
 snapshots and DELETE_FILE_THRESHOLD delete files by then. An upkeep that fails leaves the run successful and the relation exact
 (the failure is injected by making the CALL fail on Spark). Every state's metadata files stay
-bounded too (`upkeep.BOUNDED_METADATA`).
+bounded too (`sql/layout.BOUNDED_METADATA`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dbt.cli.main import dbtRunner, dbtRunnerResult
 from small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.runtime import upkeep
+from dbt.adapters.spark_ivm.compiler.sql.layout import METADATA_VERSIONS
 
 SCHEMA = "ivm_upkeep"
 ROUNDS = 10
@@ -174,7 +175,7 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(
         assert peak[name]["snapshots"] <= upkeep.EXPIRE_AT + 1, (name, peak[name])
         # Iceberg keeps METADATA_VERSIONS previous metadata files and the current one;
         # without BOUNDED_METADATA every commit's file stays (more than 12 by now).
-        assert peak[name]["metadata"] <= upkeep.METADATA_VERSIONS + 1, (name, peak[name])
+        assert peak[name]["metadata"] <= METADATA_VERSIONS + 1, (name, peak[name])
         # The bounds held because upkeep ran, not because too few refreshes committed.
         assert fell[name]["deletes"], (name, "never compacted", peak[name])
         assert fell[name]["snapshots"], (name, "never expired", peak[name])

@@ -31,6 +31,20 @@
     {%- do docs.update({'columns': model.get('columns')}) -%}
   {%- endif -%}
 
+  {#- contract: dbt's check of the SQL's column names and types, as dbt-spark runs it for a
+      view; constraints, which no view enforces, are warned about (contract.py) -#}
+  {%- if config.get('contract').enforced -%}
+    {{ get_assert_columns_equivalent(sql) }}
+    {%- do adapter.ivm_check_contract(model_name, model.get('columns'), model.get('constraints')) -%}
+  {%- endif -%}
+
+  {%- if flags.EMPTY -%}
+    {#- --empty: checked as the next run would plan it; an existing relation and its state
+        left as they are, a new model's shape built without rows (runtime/empty.py) -#}
+    {%- set result = adapter.ivm_empty(model_name, sql, this.schema, this.identifier,
+          existing.type if existing is not none else none, config.get('ivm_aux_states'),
+          config.get('ivm_unsupported')) -%}
+  {%- else -%}
   {#- capture (pin snapshots, write change logs), delta, recompute and commit: one call -#}
   {%- set result = adapter.ivm_maintain(
         model_name,
@@ -43,10 +57,17 @@
         model.get('unique_id'),
         config.get('ivm_refresh'),
         docs=docs,
-        on_configuration_change=config.get('on_configuration_change')) -%}
+        on_configuration_change=config.get('on_configuration_change'),
+        layout={'tblproperties': config.get('tblproperties'),
+                'partition_by': config.get('partition_by'),
+                'location_root': config.get('location_root'),
+                'include_full_name_in_path': config.get('include_full_name_in_path')}) -%}
+  {%- endif -%}
 
   {%- if result['creates_view'] and existing is not none -%}
     {{ adapter.drop_relation(existing) }}
+  {%- elif result['mode'] == 'empty' -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
   {%- elif result['mode'] == 'rebuild' -%}
     {#- ivm_unsupported='rebuild': a table written in full (CREATE OR REPLACE keeps the old
         one until the new one commits; a maintained model's view must make way for it) -#}

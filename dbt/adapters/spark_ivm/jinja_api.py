@@ -7,20 +7,19 @@ plain dicts, so the macros stay thin: they decide nothing, they orchestrate.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.events.types import AdapterEventWarning
-from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_ivm import response, session_metadata, staged_reads
+from dbt.adapters.spark_ivm import contract, response
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
-from dbt.adapters.spark_ivm.compiler.runtime import cleanup, explain, fallback, upstream
+from dbt.adapters.spark_ivm.compiler.runtime import cleanup, empty, explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer, aux_mode
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange
 from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
@@ -34,8 +33,9 @@ from dbt.adapters.spark_ivm.compiler.runtime.view import (
     docs_sql,
 )
 from dbt.adapters.spark_ivm.compiler.sql.equality import consistency_sql
+from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
-from dbt.adapters.spark_ivm.embedded import is_local_master
+from dbt.adapters.spark_ivm.connection_executor import ConnectionExecutor
 
 logger = AdapterLogger("spark_ivm")
 
@@ -48,11 +48,6 @@ def warn(message: str) -> None:
     )
 
 
-def quote(identifier: str) -> str:
-    """A Spark SQL identifier in backquotes."""
-    return "`" + identifier.replace("`", "``") + "`"
-
-
 TIMINGS_ENV = "DBT_SPARK_IVM_TIMINGS"
 
 #: How Apache Spark's parser refuses what dbt's grants run (`GRANT`, `REVOKE`, `SHOW GRANT` are
@@ -60,135 +55,17 @@ TIMINGS_ENV = "DBT_SPARK_IVM_TIMINGS"
 NO_GRANTS = ("Operation not allowed", "PARSE_SYNTAX_ERROR")
 
 
-class _ConnectionExecutor:
-    """Runs statements on the adapter's thread connection, returning raw row tuples (no agate
-    type inference: snapshot ids and hashes must stay exactly as Spark returns them)."""
-
-    def __init__(self, adapter: Any) -> None:
-        self.adapter = adapter
-        self._checkpointed: dict[str, Any] = {}  # scratch view -> its rows' JVM RDD
-        self._staged: dict[str, staged_reads.StagedRead] = {}  # scratch view -> its task set
-
-    def execute(self, statement: str) -> None:
-        self.adapter.connections.add_query(statement, auto_begin=False)
-
-    def fetch(self, statement: str) -> list[tuple]:
-        _, cursor = self.adapter.connections.add_query(statement, auto_begin=False)
-        return [tuple(row) for row in cursor.fetchall()]
-
-    def changelog_view(self, relation: str, options: dict[str, str], view_name: str) -> bool:
-        """Session method only: the raw Iceberg changelog scan of `relation` with `options`
-        as a temp view of the session dbt's statements run in (SQL in Spark 3.5 cannot pass
-        read options to a table; see `compiler/capture/changelog.py`)."""
-        spark = self._local_session()
-        if spark is None:
-            return False
-        name = ".".join(quote(part) for part in ["spark_catalog", *relation.split("."), "changes"])
-        spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
-        return True
-
-    def _local_session(self) -> Any:
-        """The session dbt's statements run in, when this connection is the session method
-        (else None): dbt-spark's session connection calls the same getOrCreate."""
-        credentials = self.adapter.config.credentials
-        if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
-            return None
-        from pyspark.sql import SparkSession  # session method: pyspark is installed
-
-        return SparkSession.builder.getOrCreate()
-
-    def file_scan_view(
-        self, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
-    ) -> tuple[int, int] | None:
-        """Session method only: `relation` at `snapshot`, read through the data files whose
-        path `keep` accepts, as the temp view `view_name` (`staged_reads.py`); (files read,
-        files planned), or None."""
-        spark = self._local_session()
-        if spark is None:
-            return None
-        self.release_scratch_view(view_name)
-        staged = staged_reads.stage(spark, relation, snapshot, keep, view_name)
-        if staged is None:
-            return None
-        self._staged[view_name] = staged
-        return staged.kept, staged.planned
-
-    def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
-        spark = self._local_session()
-        return None if spark is None else session_metadata.heads(spark, relations)
-
-    def iceberg_properties(self, relation: str) -> dict[str, str] | None:
-        spark = self._local_session()
-        return None if spark is None else session_metadata.properties(spark, relation)
-
-    def iceberg_metadata_json(self, location: str) -> str | None:
-        spark = self._local_session()
-        return None if spark is None else session_metadata.metadata_json(spark, location)
-
-    def iceberg_snapshot_totals(self, relation: str) -> tuple[int, dict[str, str]] | None:
-        spark = self._local_session()
-        return None if spark is None else session_metadata.snapshot_totals(spark, relation)
-
-    def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:
-        spark = self._local_session()
-        return None if spark is None else session_metadata.columns(spark, relation)
-
-    def iceberg_rows_where(
-        self, relation: str, column: str, value: int, selected: Sequence[str]
-    ) -> list[tuple] | None:
-        spark = self._local_session()
-        if spark is None:
-            return None
-        return session_metadata.rows_where(spark, relation, column, value, selected)
-
-    def iceberg_window_files(
-        self, relation: str, snapshot_ids: Sequence[int], path_field: int
-    ) -> list[tuple] | None:
-        spark = self._local_session()
-        if spark is None:
-            return None
-        return session_metadata.window_files(spark, relation, snapshot_ids, path_field)
-
-    def scratch_view(self, select: str, view_name: str) -> bool:
-        """Session method only: compute `select` into the session's block store and name it
-        `view_name`. A `CACHE TABLE` view keeps its query's text: every statement that reads
-        it parses and analyses the whole query again before it finds the cached rows, which
-        for a delta over several states is a 40 KB query and seconds per read. A local
-        checkpoint's plan is its rows."""
-        spark = self._local_session()
-        # On a cluster a lost executor loses checkpointed rows for good (a cached view
-        # recomputes them): there the CACHE TABLE path is kept.
-        if spark is None or not is_local_master(spark.sparkContext.master):
-            return False
-        self.release_scratch_view(view_name)
-        # dbt's log shows every statement it runs; this one runs beside it
-        logger.debug(f"spark_ivm: scratch view {view_name} as local checkpoint of: {select}")
-        rows = spark.sql(select).localCheckpoint(eager=True)
-        rows.createOrReplaceTempView(view_name)
-        self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
-        return True
-
-    def drop_scratch_view(self, view_name: str) -> bool:
-        """Session method: drop the temp view through the session's catalog, which also
-        uncaches a `CACHE TABLE` view's rows (a `DROP VIEW` statement cost 0.012-0.017 s,
-        five to seven per refresh)."""
-        spark = self._local_session()
-        if spark is None or "." in view_name:  # scratch views are bare session names
-            return False
-        spark.catalog.dropTempView(view_name)
-        self.release_scratch_view(view_name)
-        return True
-
-    def release_scratch_view(self, view_name: str) -> None:
-        staged = self._staged.pop(view_name, None)
-        if staged is not None:
-            staged_reads.release(self._local_session(), staged)
-        plan = self._checkpointed.pop(view_name, None)
-        if plan is not None:
-            try:
-                plan.rdd().unpersist(False)
-            except Exception:  # noqa: BLE001, S110 - Spark's cleaner frees it later anyway
-                pass
+def _committed(outcome: Outcome) -> dict[str, Any]:
+    """What the materialization reads of a run's outcome: the statement it commits, whether
+    that creates the view, and dbt's adapter_response for run_results.json (`response.py`)."""
+    return {
+        "mode": outcome.mode.value,
+        "reason": outcome.reason,
+        "main_sql": outcome.main_sql,
+        "summary": outcome.summary,
+        "creates_view": outcome.creates_view,
+        "response": response.response(outcome),
+    }
 
 
 class IvmJinjaApi:
@@ -210,6 +87,7 @@ class IvmJinjaApi:
         refresh: str | None = None,
         docs: dict[str, Any] | None = None,
         on_configuration_change: str | None = None,
+        layout: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
         `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/chain.py`),
@@ -218,13 +96,16 @@ class IvmJinjaApi:
         `refresh` is its `ivm_refresh` config (`compiler/runtime/cost.py`); `docs` what its
         `persist_docs` puts on its view (`comment`, `columns`; `compiler/runtime/view.py`);
         `on_configuration_change` dbt's config of that name, what a change of its SQL or
-        `ivm_aux_states` that would rebuild it does (`compiler/runtime/config_change.py`)."""
-        executor = _ConnectionExecutor(self)
+        `ivm_aux_states` that would rebuild it does (`compiler/runtime/config_change.py`);
+        `layout` its `tblproperties`, `partition_by`, `location_root` and
+        `include_full_name_in_path`, for the tables it creates (`compiler/sql/layout.py`)."""
+        executor = ConnectionExecutor(self)
         target = Target(schema, identifier)
         view_docs = ViewDocs.of(docs)
         try:
             on_refusal = fallback.unsupported_mode(unsupported, model_name)
             on_change = OnChange.of(on_configuration_change, model_name)
+            tables = Layout.of(layout, model_name)
             maintainer = ChainMaintainer(
                 executor=executor,
                 model=model_name,
@@ -239,6 +120,7 @@ class IvmJinjaApi:
                 publish=upstream.has_ivm_readers(graph_nodes, unique_id),
                 docs=view_docs,
                 on_change=on_change,
+                layout=tables,
             )
             try:
                 outcome = maintainer.run()
@@ -247,8 +129,9 @@ class IvmJinjaApi:
                 if on_refusal != "rebuild" or construct is None:
                     raise
                 outcome = fallback.rebuild(
-                    executor, model_name, compiled_sql, target, existing_type, construct
-                )
+                    executor, model_name, compiled_sql, target, existing_type, construct,
+                    layout=tables,
+                )  # fmt: skip
             if view_docs is not None:
                 self._keep_docs(executor, model_name, target, outcome, view_docs)
         except IvmError as e:
@@ -257,19 +140,11 @@ class IvmJinjaApi:
         if os.environ.get(TIMINGS_ENV):
             for label, seconds in outcome.timings:
                 logger.info(f"ivm model '{model_name}': {seconds:7.3f}s {label}")
-        return {
-            "mode": outcome.mode.value,
-            "reason": outcome.reason,
-            "main_sql": outcome.main_sql,
-            "summary": outcome.summary,
-            "creates_view": outcome.creates_view,
-            # dbt's adapter_response for run_results.json (`response.py`)
-            "response": response.response(outcome),
-        }
+        return _committed(outcome)
 
     @staticmethod
     def _keep_docs(
-        executor: _ConnectionExecutor, model: str, target: Target, outcome: Outcome, docs: ViewDocs
+        executor: ConnectionExecutor, model: str, target: Target, outcome: Outcome, docs: ViewDocs
     ) -> None:
         """`persist_docs` on a run that keeps the model's view (a refresh, no change, a rebuild
         in place): the view's comments brought to the model's docs where they differ (one
@@ -297,6 +172,69 @@ class IvmJinjaApi:
             how = "re-created (its state kept)" if len(statements) > 1 else "altered"
             logger.info(f"ivm model '{model}': persist_docs: view {view} {how} for new comments")
 
+    def _reading_chain(
+        self,
+        model_name: str,
+        target: Target,
+        aux_states: str | None,
+        refresh: str | None,
+        log: Callable[[str], None],
+    ) -> ChainMaintainer:
+        """A chain that plans the model read-only, as its next run would (`explain.py`)."""
+        return ChainMaintainer(
+            executor=ConnectionExecutor(self),
+            model=model_name,
+            compiled_sql="",
+            target=target,
+            existing="view",
+            mode=aux_mode(aux_states, model_name),
+            policy=refresh_policy(refresh, model_name),
+            log=log,
+        )
+
+    @available.parse_none
+    def ivm_empty(
+        self,
+        model_name: str,
+        compiled_sql: str,
+        schema: str,
+        identifier: str,
+        existing_type: str | None,
+        aux_states: str | None = None,
+        unsupported: str | None = None,
+    ) -> dict[str, Any]:
+        """The model under `dbt run --empty` (`compiler/runtime/empty.py`): checked as its next
+        run would plan it (a refused construct is no error under `ivm_unsupported='rebuild'`);
+        an existing relation and state left as they are, a new model's shape built as a table
+        without rows. Returns what the macro commits, as `ivm_maintain` does."""
+        target = Target(schema, identifier)
+        try:
+            chain = self._reading_chain(model_name, target, aux_states, None, logger.debug)
+            on_refusal = fallback.unsupported_mode(unsupported, model_name)
+            try:
+                empty.check(chain, compiled_sql)
+            except IvmError as e:
+                if on_refusal != "rebuild" or fallback.refusal(e) is None:
+                    raise
+        except IvmError as e:
+            raise DbtRuntimeError(str(e)) from e
+        outcome = empty.empty_outcome(target, existing_type, compiled_sql)
+        logger.info(f"ivm model '{model_name}': {outcome.summary}")
+        return _committed(outcome)
+
+    @available.parse_none
+    def ivm_check_contract(
+        self,
+        model_name: str,
+        columns: dict[str, Any] | None,
+        constraints: list[dict[str, Any]] | None,
+    ) -> None:
+        """Warn of each constraint of an enforced contract that an ivm model cannot enforce
+        (all of them: its relation is a view; `contract.py`). dbt's own macro has checked the
+        columns' names and types before."""
+        for message in contract.unenforced(model_name, columns, constraints):
+            warn(message)
+
     @available.parse_none
     def ivm_check_grants(
         self, model_name: str, schema: str, identifier: str, grants: dict[str, Any] | None
@@ -312,7 +250,7 @@ class IvmJinjaApi:
             return
         relation = f"{schema}.{identifier}"
         try:
-            _ConnectionExecutor(self).fetch(f"SHOW GRANTS ON {sql(table(relation))}")
+            ConnectionExecutor(self).fetch(f"SHOW GRANTS ON {sql(table(relation))}")
         except Exception as e:  # only a refusal of the statement itself counts
             answer = str(e)
             if not any(mark in answer for mark in NO_GRANTS):
@@ -338,17 +276,10 @@ class IvmJinjaApi:
     ) -> list[str]:
         """The model's dataflow in words (`compiler/runtime/explain.py`); read-only. `select`: a
         SELECT to explain instead of the one the model's relation records."""
-        maintainer = ChainMaintainer(
-            executor=_ConnectionExecutor(self),
-            model=model_name,
-            compiled_sql="",
-            target=Target(schema, identifier),
-            existing="view",
-            mode=aux_mode(aux_states, model_name),
-            policy=refresh_policy(refresh, model_name),
-            log=logger.info,
-        )
         try:
+            maintainer = self._reading_chain(
+                model_name, Target(schema, identifier), aux_states, refresh, logger.info
+            )
             return explain.explain(maintainer, select or None)
         except IvmError as e:
             raise DbtRuntimeError(str(e)) from e
@@ -360,13 +291,13 @@ class IvmJinjaApi:
         """Drop the companion relations of models that are no longer ivm models
         (`compiler/runtime/cleanup.py`); `models`: per schema, the identifiers of the
         project's models materialized as `ivm` and as anything else. The lines it says."""
-        return cleanup.clean(_ConnectionExecutor(self), models, dry_run)
+        return cleanup.clean(ConnectionExecutor(self), models, dry_run)
 
     @available.parse_none
     def ivm_consistency_sql(self, schema: str, identifier: str) -> str:
         """SQL returning the rows where the relation and a fresh run of its SQL differ."""
         relation = f"{schema}.{identifier}".lower()
-        executor = _ConnectionExecutor(self)
+        executor = ConnectionExecutor(self)
         props = table_properties(executor.fetch, relation)
         if MODEL_SQL not in props:
             raise DbtRuntimeError(

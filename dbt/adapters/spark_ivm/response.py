@@ -10,7 +10,9 @@ did and to how many rows of the model's state:
 `mode` is one of `build` (the first run), `refresh` (changes applied), `no change` (nothing
 to apply), `rebuild` (built anew: changed SQL, `--full-refresh`, a base-table event, or a
 table written by `ivm_unsupported='rebuild'`), `skipped` (a change that would rebuild it left
-unapplied, `on_configuration_change: continue`), with `reason` saying why.
+unapplied, `on_configuration_change: continue`, or an existing model under `--empty`),
+`empty` (`--empty` on a model not built yet: its shape without rows), with `reason` saying
+why.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
 
 #: What a run did, as `mode` says it.
-MODES = ("build", "refresh", "no change", "rebuild", "skipped")
+MODES = ("build", "refresh", "no change", "rebuild", "skipped", "empty")
 
 
 @dataclass
@@ -55,6 +57,8 @@ def mode_of(outcome: Outcome) -> str:
         return "refresh" if outcome.changed else "no change"
     if outcome.mode is Mode.SKIP:
         return "skipped"
+    if outcome.mode is Mode.EMPTY:
+        return "empty"
     return "rebuild"
 
 

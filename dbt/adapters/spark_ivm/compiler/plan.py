@@ -90,6 +90,21 @@ class Plan:
             return [*self.key_columns, COUNT, *outputs]
         return [*self.key_columns, COUNT, *self.helper_columns]
 
+    def state_column_of(self, output: str) -> str | None:
+        """The state column holding the result column `output` as it is (None: no such
+        column, or one the view computes from the state, such as an average).
+
+        >>> import sqlglot
+        >>> p = Plan(None, Shape.AGGREGATE, [exp.column("k")], [], ["k", "avg_x"], ["int", "double"],
+        ...          [exp.column("__ivm_k0"), sqlglot.parse_one("s / n")], None)
+        >>> p.state_column_of("K"), p.state_column_of("avg_x")
+        ('__ivm_k0', None)
+        """
+        for name, node in zip(self.output_names, self.visible):
+            if name.lower() == output.lower() and isinstance(node, exp.Column):
+                return node.name if node.name in self.state_columns else None
+        return None
+
     @property
     def ranked_rules(self) -> list[ExtremeRule]:
         """MIN/MAX rules: their state lists are built from per-value counts (`extremes`)."""

@@ -18,7 +18,7 @@ only (re)created by a full build.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -44,7 +44,7 @@ from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
 from dbt.adapters.spark_ivm.compiler.optimize import factored
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange, key_links, prune_terms
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
-from dbt.adapters.spark_ivm.compiler.runtime.upkeep import BOUNDED_METADATA
+from dbt.adapters.spark_ivm.compiler.sql.layout import BOUNDED_METADATA, NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
     col,
     null_safe_match,
@@ -58,10 +58,13 @@ MATCHED = "__ivm_matched"
 ROW = "__ivm_row__"  # 0: a row of the view's state; 1: the metadata row
 META = "__ivm_meta__"  # the metadata row's JSON: watermarks and SQL hash
 NEW_COUNT = "__ivm_new_count"
-STATE_PROPERTIES = (
-    "'format-version'='2', 'write.delete.mode'='merge-on-read', "
-    f"'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read', {BOUNDED_METADATA}"
-)
+STATE_PROPERTIES = {
+    "format-version": "2",
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+    **BOUNDED_METADATA,
+}
 
 
 @dataclass(frozen=True)
@@ -182,15 +185,18 @@ def with_meta_row(rows: exp.Select, meta: str, columns: list[str]) -> exp.Expres
     return exp.union(rows, meta_row, distinct=False)
 
 
-def create_state_sql(state: str, select: exp.Expression) -> list[str]:
-    """Drop any old state table, then create the new one (Iceberg, merge-on-read).
+def create_state_sql(
+    state: str, select: exp.Expression, layout: Layout = NO_LAYOUT, partitions: Sequence[str] = ()
+) -> list[str]:
+    """Drop any old state table, then create the new one (Iceberg, merge-on-read; the model's
+    table configs as `layout` says, partitioned by the state columns `partitions`).
 
     Not `CREATE OR REPLACE`: a model edited between runs (a group key added, `sum` made
     `avg`) changes the state's columns, and the Hive metastore refuses to replace a table's
     schema with incompatible column types (`CommitStateUnknownException`), which left even
     `--full-refresh` failing. A build drops the model's relation anyway.
     """
-    create = f"CREATE TABLE {sql(table(state))} USING iceberg TBLPROPERTIES ({STATE_PROPERTIES})"
+    create = layout.create_sql(state, STATE_PROPERTIES, partitions)
     return [drop_state_sql(state), f"{create} AS {sql(select)}"]
 
 
@@ -255,7 +261,7 @@ def create_scratch_sql(name: str, select: exp.Expression) -> list[str]:
     snapshots only. A cached view keeps its query's text, so each statement that reads it
     parses and analyses that query again before it finds the cached rows; with a local Spark
     the session method computes scratch relations as local checkpoints instead
-    (`jinja_api._ConnectionExecutor.scratch_view`), whose plan is their rows.
+    (`connection_executor.ConnectionExecutor.scratch_view`), whose plan is their rows.
     """
     return [drop_scratch_sql(name), f"CACHE TABLE {sql(table(name))} AS {sql(select)}"]
 

@@ -37,6 +37,7 @@ from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.render import ROW, drop_state_sql
 from dbt.adapters.spark_ivm.compiler.runtime import upkeep
 from dbt.adapters.spark_ivm.compiler.runtime.upstream import STATE_SUFFIX
+from dbt.adapters.spark_ivm.compiler.sql.layout import BOUNDED_METADATA, NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 LOG_SUFFIX = "__ivm_dlog"
@@ -44,9 +45,11 @@ WEIGHT = "__ivm_w"
 SNAP = "__ivm_dl_snap"
 MARK = "__ivm_dl_mark"
 #: Copy-on-write: the log is appended to and trimmed by whole entries, and read whole.
-LOG_PROPERTIES = (
-    f"'format-version'='2', 'write.delete.mode'='copy-on-write', {upkeep.BOUNDED_METADATA}"
-)
+LOG_PROPERTIES = {
+    "format-version": "2",
+    "write.delete.mode": "copy-on-write",
+    **BOUNDED_METADATA,
+}
 
 
 def log_of(state: str) -> str:
@@ -69,15 +72,15 @@ def is_model_state(relation: str) -> bool:
     return relation.endswith(STATE_SUFFIX) and "__ivm_" not in relation[: -len(STATE_SUFFIX)]
 
 
-def create_sql(state: str) -> list[str]:
+def create_sql(state: str, layout: Layout = NO_LAYOUT) -> list[str]:
     """A new, empty log with the state's columns (any old one dropped: a rebuilt state's
-    snapshots are a new history)."""
+    snapshots are a new history), created as the model's `layout` says."""
     dlog = log_of(state)
     empty = (
         f"SELECT *, CAST(0 AS BIGINT) AS {WEIGHT}, CAST(NULL AS BIGINT) AS {SNAP}, "
         f"CAST(NULL AS BOOLEAN) AS {MARK} FROM {sql(table(state))} WHERE FALSE"
     )
-    create = f"CREATE TABLE {sql(table(dlog))} USING iceberg TBLPROPERTIES ({LOG_PROPERTIES})"
+    create = layout.create_sql(dlog, LOG_PROPERTIES)
     return [drop_state_sql(dlog), f"{create} AS {empty}"]
 
 

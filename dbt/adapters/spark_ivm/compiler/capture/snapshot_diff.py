@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import relation_key
-from dbt.adapters.spark_ivm.compiler.runtime.upkeep import BOUNDED_METADATA
+from dbt.adapters.spark_ivm.compiler.sql.layout import BOUNDED_METADATA, NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 DIALECT = "spark"
@@ -120,19 +120,16 @@ def schema_digest(columns: Sequence[tuple[str, str]]) -> str:
     return hashlib.sha256(json.dumps([list(c) for c in columns]).encode()).hexdigest()[:16]
 
 
-def create_copy_sql(relation: str, copy: str, columns: Sequence[tuple[str, str]]) -> list[str]:
+def create_copy_sql(
+    relation: str, copy: str, columns: Sequence[tuple[str, str]], layout: Layout = NO_LAYOUT
+) -> list[str]:
     """(Re)create the copy from the relation: an Iceberg table with the relation's rows and
-    a digest of the relation's columns in its properties."""
-    props = (
-        f"'format-version' = '2', '{SOURCE_SCHEMA}' = '{schema_digest(columns)}', "
-        f"{BOUNDED_METADATA}"
-    )
+    a digest of the relation's columns in its properties (created as the model's `layout`
+    says)."""
+    props = {"format-version": "2", SOURCE_SCHEMA: schema_digest(columns), **BOUNDED_METADATA}
     return [
         f"DROP TABLE IF EXISTS {sql(table(copy))} PURGE",
-        (
-            f"CREATE TABLE {sql(table(copy))} USING iceberg TBLPROPERTIES ({props}) "
-            f"AS SELECT * FROM {sql(table(relation))}"
-        ),
+        f"{layout.create_sql(copy, props)} AS SELECT * FROM {sql(table(relation))}",
     ]
 
 

@@ -51,6 +51,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
+from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
@@ -107,16 +108,21 @@ class ChainMaintainer:
     # dbt's `on_configuration_change`: what a change that would rebuild the model does
     # (`config_change.py`).
     on_change: OnChange = OnChange.APPLY
+    # dbt-spark's `tblproperties`, `partition_by`, `location_root` (`sql/layout.py`).
+    layout: Layout = NO_LAYOUT
 
     def session(self, target: Target | None = None, model: str | None = None) -> Session:
         """A session for one of the model's states (its own timings and scratch relations;
-        the properties read are shared); `model` names an auxiliary or sub-query state."""
+        the properties read are shared); `model` names an auxiliary or sub-query state, whose
+        table is not partitioned as the model's result is."""
+        target = target or self.target
         return Session(
             executor=self.executor,
             model=model or self.model,
-            target=target or self.target,
+            target=target,
             log=self.log,
             warn=self.warn,
+            layout=self.layout if target == self.target else self.layout.unpartitioned(),
             known_properties=self.known,
         )
 
@@ -204,7 +210,9 @@ class ChainMaintainer:
             digest = snapshot_diff.schema_digest(columns)
             if found is None or found.get(snapshot_diff.SOURCE_SCHEMA) != digest:
                 why = FIRST_RUN if found is None else "its columns changed"
-                for statement in snapshot_diff.create_copy_sql(relation, copy, columns):
+                for statement in snapshot_diff.create_copy_sql(
+                    relation, copy, columns, self.layout.unpartitioned()
+                ):
                     self.executor.execute(statement)
                 self.known.pop(copy, None)
                 if found is None:

@@ -30,7 +30,7 @@ def publish(session: Session, before: int | None, keys: tuple[str, list[str]] | 
         try:
             session.run("delta log", append)
         except Exception:  # noqa: BLE001 - no log yet (a reader was added): start one
-            for statement in [*delta_log.create_sql(state), append]:
+            for statement in [*delta_log.create_sql(state, session.layout.unpartitioned()), append]:
                 session.run("delta log", statement)
     except Exception as e:  # noqa: BLE001 - must not fail a committed refresh
         session.warn(

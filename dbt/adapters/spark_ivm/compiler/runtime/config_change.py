@@ -25,7 +25,7 @@ from enum import StrEnum
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.runtime.view import kept_sql
 
 #: How to apply a held change, as the warning and the error say it.
 HOW_TO_APPLY = "run it with --full-refresh, or set on_configuration_change: apply (it is rebuilt)"
@@ -94,7 +94,7 @@ def held(
 
     >>> skipped = held(OnChange.CONTINUE, "m", "db.m", "its SQL changed", lambda _: None)
     >>> skipped.mode, skipped.main_sql
-    (<Mode.SKIP: 'skip'>, 'REFRESH TABLE `db`.`m`')
+    (<Mode.SKIP: 'skip'>, 'SELECT * FROM `db`.`m` LIMIT 0')
     """
     if on_change is OnChange.APPLY:
         return None
@@ -107,7 +107,7 @@ def held(
     return Outcome(
         mode=Mode.SKIP,
         reason=change,
-        main_sql=f"REFRESH TABLE {sql(table(view))}",
+        main_sql=kept_sql(view),
         summary=(
             f"skipped (on_configuration_change: continue): {change}; the relation was left as "
             "it was"

@@ -153,6 +153,8 @@ class Explainer:
 
     chain: ChainMaintainer
     out: list[str]
+    # Raise a refusal instead of printing it (`empty.py` checks a model this way).
+    strict: bool = False
 
     @property
     def _default_db(self) -> str:
@@ -320,6 +322,8 @@ class Explainer:
             else:
                 self._flat()
         except UnsupportedQueryError as e:
+            if self.strict:
+                raise
             self._say(f"refused: {e.construct}" + (f": {e.fragment}" if e.fragment else ""))
             self._say(str(e))
         if int(props.get(STAGES, "0") or 0) and not given_sql:
@@ -327,6 +331,9 @@ class Explainer:
         return self.out
 
 
-def explain(chain: ChainMaintainer, given_sql: str | None = None) -> list[str]:
-    """The lines `ivm_explain` prints for the model `chain` names."""
-    return Explainer(chain, []).explain(given_sql)
+def explain(
+    chain: ChainMaintainer, given_sql: str | None = None, strict: bool = False
+) -> list[str]:
+    """The lines `ivm_explain` prints for the model `chain` names (`strict`: a refused
+    construct raises its error, as `dbt run` would, instead of being printed)."""
+    return Explainer(chain, [], strict).explain(given_sql)

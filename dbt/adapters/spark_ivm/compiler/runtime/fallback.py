@@ -18,8 +18,6 @@ the next run finds a table without ivm state and builds the model (`refresh.py`)
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import (
     IvmError,
@@ -32,7 +30,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 
 UNSUPPORTED_ENV = "DBT_SPARK_IVM_UNSUPPORTED"
 MODES = ("error", "rebuild")
@@ -56,10 +54,11 @@ def refusal(error: IvmError) -> str | None:
 
 def rebuild(
     executor: Executor, model: str, compiled_sql: str, target: Target, existing: str | None,
-    construct: str, user_sql: str | None = None,
+    construct: str, user_sql: str | None = None, layout: Layout = NO_LAYOUT,
 ) -> Outcome:  # fmt: skip
     """The full rebuild of a refused model: its ivm relations are dropped (a maintained
-    model that became unmaintainable) and `main_sql` writes the table in one statement."""
+    model that became unmaintainable) and `main_sql` writes the table in one statement,
+    created as the model's `layout` says (partitioned by its result columns)."""
     if existing == "view":
         # A maintained model: its state and auxiliary state are of no further use. The
         # view itself is dropped by the materialization just before the table is written.
@@ -71,14 +70,10 @@ def rebuild(
             props = {}
         drop_stages(executor, target, props, keep=0)
     props = {MODEL_SQL: (user_sql or compiled_sql).strip(), FALLBACK: construct}
-    prop_sql = ", ".join(
-        f"{sql(exp.Literal.string(k))} = {sql(exp.Literal.string(v))}" for k, v in props.items()
+    create = layout.create_sql(
+        target.view, props, layout.partition_columns, replace=existing != "view"
     )
-    verb = "CREATE TABLE" if existing == "view" else "CREATE OR REPLACE TABLE"
-    main_sql = (
-        f"{verb} {sql(table(target.view))} USING iceberg TBLPROPERTIES ({prop_sql}) AS "
-        f"{compiled_sql}"
-    )
+    main_sql = f"{create} AS {compiled_sql}"
     reason = f"{construct} is not maintained incrementally (ivm_unsupported='rebuild')"
     return Outcome(
         mode=Mode.REBUILD, reason=reason, main_sql=main_sql, summary=f"rebuilt in full: {reason}"

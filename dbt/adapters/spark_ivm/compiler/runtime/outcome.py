@@ -23,6 +23,8 @@ class Mode(StrEnum):
     # Nothing written: a change that would rebuild the model was left unapplied
     # (`on_configuration_change: continue`, `config_change.py`); the relation is as it was.
     SKIP = "skip"
+    # `--empty` on a model not built yet: a table of its shape, no rows, no state (`empty.py`)
+    EMPTY = "empty"
 
 
 class Rebuild(Exception):
@@ -80,6 +82,6 @@ class Outcome:
     def changed(self) -> bool:
         """Did the run write the relation's rows (a refresh that found nothing to apply
         did not, nor did a skipped run)?"""
-        if self.mode is Mode.SKIP:
+        if self.mode in (Mode.SKIP, Mode.EMPTY):
             return False
         return self.mode is not Mode.REFRESH or self.rows is None or self.rows.affected > 0

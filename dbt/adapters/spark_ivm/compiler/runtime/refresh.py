@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, IvmError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared
@@ -49,7 +49,8 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
+from dbt.adapters.spark_ivm.compiler.sql.templates import table
 
 __all__ = [
     "STATE_TABLE",
@@ -60,6 +61,23 @@ __all__ = [
     "StateRows",
     "sql_hash",
 ]
+
+
+def partition_columns(the_plan: Plan, layout: Layout, model: str) -> list[str]:
+    """The state columns the model's `partition_by` names, by the result columns they hold;
+    a column the state does not hold as it is, an error naming the ones it does."""
+    out = []
+    for wanted in layout.partition_columns:
+        found = the_plan.state_column_of(wanted)
+        if found is None:
+            held = [n for n in the_plan.output_names if the_plan.state_column_of(n)]
+            raise IvmError(
+                f"ivm model '{model}': partition_by names {wanted!r}, which its state does not "
+                f"hold as a column; it can partition by {', '.join(held) or 'none of them'} "
+                "(result columns kept as they are: group keys, distinct or plain columns)"
+            )
+        out.append(found)
+    return out
 
 
 def sql_hash(compiled_sql: str) -> SqlDigest:
@@ -181,7 +199,7 @@ class Maintainer:
         return Outcome(
             mode=Mode.REFRESH,
             reason="incremental",
-            main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
+            main_sql=view.kept_sql(self.target.view),
             summary=f"no MERGE: no base table changed ({changes})",
             timings=self.session.timings,
             rows=StateRows(),
@@ -265,10 +283,12 @@ class Maintainer:
             self.session.checkpoint(REBUILD_STEP)
             self.session.run("build state", render.overwrite_state_sql(state, select))
         else:
-            for statement in render.create_state_sql(state, select):
+            layout = self.session.layout
+            partitions = partition_columns(the_plan, layout, self.model)
+            for statement in render.create_state_sql(state, select, layout, partitions):
                 self.session.run("build state", statement)
             if self.publish:
-                for statement in delta_log.create_sql(state):
+                for statement in delta_log.create_sql(state, layout.unpartitioned()):
                     self.session.run("delta log", statement)
         try:
             facts.check_unmoved(self.session, heads, live)
@@ -278,7 +298,7 @@ class Maintainer:
             raise
         rows = self.session.state_rows()
         if in_place:  # the view is the one there: same SQL, same state table
-            main_sql = f"REFRESH TABLE {sql(table(self.target.view))}"
+            main_sql = view.kept_sql(self.target.view)
         else:
             main_sql = view.create_view_sql(
                 self.target,
@@ -362,7 +382,7 @@ class Maintainer:
         return Outcome(
             mode=Mode.REFRESH,
             reason="incremental",
-            main_sql=f"REFRESH TABLE {sql(table(self.target.view))}",
+            main_sql=view.kept_sql(self.target.view),
             summary=_summary(changes, prepared, bool(found)),
             timings=self.session.timings,
             rows=_state_rows(prepared),

@@ -27,6 +27,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     describe_columns,
     relation_properties,
 )
+from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 T = TypeVar("T")
@@ -94,6 +95,8 @@ class Session:
     # What the user should act on (dbt's warning events: `--warn-error` fails on them).
     warn: Callable[[str], None] = print
     timings: list[tuple[str, float]] = field(default_factory=list)
+    # How the tables of this state are created: the model's table configs (`sql/layout.py`).
+    layout: Layout = NO_LAYOUT
     # Table properties already read this run, by relation (shared by a model's states).
     known_properties: dict[str, dict[str, str]] = field(default_factory=dict)
     # Parsed Iceberg metadata files by location (a file never changes once written).
@@ -228,9 +231,19 @@ class Session:
         return self.columns
 
     def state_rows(self) -> int:
-        """The new state's data rows, for the log line: its snapshot's `total-records` less
-        the metadata row where the JVM reads it (no Spark job; the state was just written,
-        so it has no delete file), else counted."""
+        """The new state's data rows, for the log line: `summary_rows` (the state was just
+        written, so it has no delete file), else counted."""
+        found = self.summary_rows()
+        if found is not None:
+            return found
+        state = self.target.state
+        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
+        return int(self.fetch("count", select)[0][0])
+
+    def summary_rows(self) -> int | None:
+        """The state's data rows as its current snapshot's `total-records` less the metadata
+        row, where the JVM reads it (no Spark job; else None). Exact while the state has no
+        delete file: until the first refresh after a build."""
         state = self.target.state
         if isinstance(self.executor, MetadataReader):
             reader = self.executor
@@ -238,5 +251,4 @@ class Session:
             records = None if totals is None else totals[1].get("total-records")
             if records is not None and records.isdigit() and int(records) >= 1:
                 return int(records) - 1
-        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
-        return int(self.fetch("count", select)[0][0])
+        return None

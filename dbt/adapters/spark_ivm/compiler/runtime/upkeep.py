@@ -38,7 +38,7 @@ A large state whose refreshes touch rows in every file is rewritten whole by eac
 
 Metadata files. Every commit writes a new `metadata.json` and Iceberg keeps the old ones
 unless told otherwise (41 after 30 refreshes of one state). Every table the plugin creates
-(states, delta logs, snapshot-diff copies) carries `BOUNDED_METADATA`: Iceberg deletes the
+(states, delta logs, snapshot-diff copies) carries `BOUNDED_METADATA` (`sql/layout.py`): Iceberg deletes the
 oldest metadata file after a commit once `METADATA_VERSIONS` previous ones are kept. A
 refresh reads only a table's current metadata file; its snapshots, not old metadata files,
 serve `VERSION AS OF`.
@@ -57,14 +57,6 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import CATALOG
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
-
-#: Previous metadata files a table the plugin writes keeps (Iceberg deletes older ones).
-METADATA_VERSIONS = 8
-#: Table properties that bound those metadata files (see the module docstring).
-BOUNDED_METADATA = (
-    "'write.metadata.delete-after-commit.enabled'='true', "
-    f"'write.metadata.previous-versions-max'='{METADATA_VERSIONS}'"
-)
 
 #: Live position delete files at which the state is compacted.
 DELETE_FILE_THRESHOLD = 8
