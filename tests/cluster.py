@@ -1,6 +1,10 @@
 """A Spark cluster on loopback, from the pyspark install: standalone master, one worker and a
 Spark Thrift server whose catalog is Iceberg (the plugin's embedded settings), with warehouse
-and Derby metastore in a temporary folder.
+and Derby metastore in a temporary folder. Its sessions resolve two-part names in a named
+Iceberg catalog, `lake` (`NAMED_CATALOG`, type hive, on the same metastore), made the default
+with `spark.sql.defaultCatalog`: what most Iceberg deployments on Spark do, while the embedded
+session of the other tests uses the session catalog, so the differential families run against
+both.
 
 `LoopbackCluster.start()` starts the three processes on free ports, waits until the worker has
 registered and the Thrift server answers a query, and `stop()` ends them (each in its own
@@ -66,9 +70,14 @@ def java_problem() -> str | None:
     )
 
 
+#: The named Iceberg catalog the Thrift server's sessions default to.
+NAMED_CATALOG = "lake"
+
+
 def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
     """The Thrift server's Spark settings: the embedded session's catalog settings (Iceberg
-    SparkSessionCatalog on a Derby metastore under `home`), the cluster as master."""
+    SparkSessionCatalog on a Derby metastore under `home`) plus the named Iceberg catalog
+    `NAMED_CATALOG` over the same metastore as the default one, the cluster as master."""
     params = embedded.session_parameters(home, {"spark.jars": ""})
     for key in ("spark.jars", "spark.driver.memory", "spark.app.name"):
         params.pop(key, None)
@@ -83,6 +92,10 @@ def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
             # loaded for 30 s: a long-lived session then reads an ivm state as it was before a
             # refresh that another session committed (seen: test_min_max_lists over thrift).
             "spark.sql.catalog.spark_catalog.cache-enabled": "false",
+            f"spark.sql.catalog.{NAMED_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+            f"spark.sql.catalog.{NAMED_CATALOG}.type": "hive",
+            f"spark.sql.catalog.{NAMED_CATALOG}.cache-enabled": "false",
+            "spark.sql.defaultCatalog": NAMED_CATALOG,
             # The server keeps every job, stage, task, SQL execution and statement for its UI
             # listeners (UI off or not): with Spark's defaults (100,000 tasks) a test run's
             # thousands of small statements filled a 2 GiB driver heap and it spent its time

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
-from dbt.cli.main import dbtRunner
 from ivm_harness.connection import SqlConnection
+from own_process import SHOP_CHANGES, SHOP_TABLES, write_project
 
 MODEL_SQL = """
 select c.segment, count(*) as n, sum(o.amount) as total, min(o.amount) as smallest,
@@ -46,48 +46,15 @@ def main(master: str, web_port: int, root: Path) -> dict:
             "spark.app.name": "spark-ivm-session-on-cluster",
         },
     }
-    (root / "models").mkdir(parents=True, exist_ok=True)
-    (root / "dbt_project.yml").write_text(
-        "name: on_cluster\nversion: '1.0'\nconfig-version: 2\nprofile: on_cluster\n"
-    )
-    profile = {"on_cluster": {"target": "dev", "outputs": {"dev": output}}}
-    (root / "profiles.yml").write_text(json.dumps(profile))
-    (root / "models" / "revenue.sql").write_text("{{ config(materialized='ivm') }}\n" + MODEL_SQL)
-    (root / "models" / "schema.yml").write_text(
-        json.dumps(
-            {"version": 2, "models": [{"name": "revenue", "data_tests": ["ivm_consistent"]}]}
-        )
-    )
-    runner = dbtRunner()
-
-    def dbt(*args: str) -> dict:
-        res = runner.invoke([*args, "--project-dir", str(root), "--profiles-dir", str(root)])
-        results = getattr(res.result, "results", None) or []
-        return {
-            "success": bool(res.success),
-            "messages": [str(r.message) for r in results],
-            "statuses": [str(getattr(r.status, "value", r.status)) for r in results],
-            "error": None if res.exception is None else str(res.exception),
-        }
+    dbt = write_project(root, "on_cluster", output, {"revenue": MODEL_SQL}, ["revenue"])
 
     conn = SqlConnection(output)  # opens the session: the driver starts here, on the cluster
     out: dict = {"master": conn.query("SET spark.master")[0][1]}
-    conn.execute("CREATE DATABASE IF NOT EXISTS src")
-    for ddl in (
-        "CREATE TABLE src.orders (oid int, cust int, amount decimal(10,2)) USING iceberg",
-        "CREATE TABLE src.customers (cid int, segment string) USING iceberg",
-        "INSERT INTO src.orders VALUES (1, 1, 10.00), (2, 1, 5.50), (3, 2, 7.25), (4, 3, 1.00)",
-        "INSERT INTO src.customers VALUES (1, 'a'), (2, 'b'), (3, 'b')",
-    ):
-        conn.execute(ddl)
+    for statement in SHOP_TABLES:
+        conn.execute(statement)
     out["build"] = dbt("run")
-    for change in (
-        "DELETE FROM src.orders WHERE oid = 1",  # group a's maximum
-        "INSERT INTO src.orders VALUES (5, 2, 99.99), (6, 4, 3.00)",
-        "INSERT INTO src.customers VALUES (4, 'c')",
-        "UPDATE src.customers SET segment = 'a' WHERE cid = 3",
-    ):
-        conn.execute(change)
+    for statement in SHOP_CHANGES:
+        conn.execute(statement)
     out["refresh"] = dbt("run")
     out["test"] = dbt("test")
     out["difference"] = conn.query(

@@ -17,7 +17,7 @@ from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
 SCHEMA = "ivm_adv_events"
-CALL = "CALL spark_catalog.system"
+CALL = "CALL system"
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from small_project import SmallProject
 
 SCHEMA = "ivm_adv_setops"
 A, B = f"{SCHEMA}.a", f"{SCHEMA}.b"
-CALL = "CALL spark_catalog.system"
+CALL = "CALL system"
 
 NAN, INF, NINF = "double('NaN')", "double('Infinity')", "double('-Infinity')"
 # Not CAST(-0.0 AS DOUBLE): -0.0 is a decimal literal there, and a decimal has no -0.

@@ -134,7 +134,7 @@ def test_a_hand_run_rollback_of_the_upstream_state_is_seen(project: SmallProject
         _change(p, rng)
         assert p.run()["down"].startswith("refreshed")
     before = p.bag(f"SELECT * FROM {SCHEMA}.down")
-    p.sql(f"CALL spark_catalog.system.rollback_to_snapshot('{state}', {back_to})")
+    p.sql(f"CALL system.rollback_to_snapshot('{state}', {back_to})")
     message = p.run("--select", "down")["down"]
     assert "version diff" in message, message
     p.check_models(["down"])

@@ -201,9 +201,7 @@ def test_failed_upkeep_keeps_run_successful_and_relation_exact(
     monkeypatch.setattr(
         upkeep,
         "compaction_sqls",
-        lambda state: [
-            f"CALL spark_catalog.system.rewrite_data_files(table => '{SCHEMA}.no_such_table')"
-        ],
+        lambda state: [f"CALL system.rewrite_data_files(table => '{SCHEMA}.no_such_table')"],
     )
     messages: list[str] = []
     dbt = _dbt_capturing(p, messages)
@@ -249,7 +247,7 @@ def test_upkeep_decisions() -> None:
     assert only == (
         "expire",
         (
-            "CALL spark_catalog.system.expire_snapshots(table => 'db.m__ivm_state', "
+            "CALL system.expire_snapshots(table => 'db.m__ivm_state', "
             "older_than => TIMESTAMP '2026-01-02 03:04:05.678', retain_last => 5)"
         ),
     )

@@ -12,6 +12,10 @@ outer-join case. Over thrift the refresh reads changelogs through Iceberg's
 different capture path, not a repetition. Also: `method: session` with the cluster as
 `spark.master`, and the errors of an unreachable server and of a server without Iceberg.
 
+The loopback server's sessions resolve two-part names in a named Iceberg catalog, `lake`
+(`cluster.py`), so these families and cases run there, against the session catalog of the
+embedded runs.
+
 `IVM_TEST_TARGET=thrift://host:port` runs it against a Thrift server you started instead.
 """
 
@@ -19,16 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster import free_port
+from cluster import NAMED_CATALOG, free_port
 from ivm_harness.families import FAMILIES
 from ivm_harness.runner import ROUND_PLAN, Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
+from own_process import run_script
 from small_project import SmallProject
 from targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
 from test_outer_join_cases import CASES, SCHEMA, Case, build_and_refresh, check_case
@@ -128,6 +131,23 @@ def test_outer_join_case_thrift(case: Case, outer_refreshed: SmallProject) -> No
     check_case(case, outer_refreshed)
 
 
+def test_models_live_in_the_default_catalog(outer_refreshed: SmallProject, cluster_target: str):
+    """The loopback server's sessions default to the named Iceberg catalog `lake`: each case
+    model's view and state are there, and a run with nothing new finds the views (dbt-spark
+    lists no view of a named catalog by itself) and refreshes nothing."""
+    r = outer_refreshed
+    catalog = str(r.sql("SELECT current_catalog()")[0][0])
+    if cluster_target == THRIFT:
+        assert catalog == NAMED_CATALOG, catalog
+    views = {str(row[1]) for row in r.sql(f"SHOW VIEWS IN {catalog}.{SCHEMA}")}
+    tables = {str(row[1]) for row in r.sql(f"SHOW TABLES IN {catalog}.{SCHEMA}")}
+    for case in CASES:
+        assert case.name in views, (case.name, sorted(views))
+        assert f"{case.name}__ivm_state" in tables, (case.name, sorted(tables))
+    again = r.run()
+    assert all(again[c.name].startswith("no MERGE") for c in CASES), again
+
+
 def _test_statuses(r: SmallProject, *args: str) -> tuple[bool, dict[str, str]]:
     """`dbt test` (args appended): success, and each test's status by its model."""
     res = r.dbt("test", *args)
@@ -168,26 +188,14 @@ def test_session_driver_on_cluster_master(tmp_path: Path) -> None:
     """`method: session` + `spark.master: spark://...`: the driver in the dbt process (its own
     process here), executors from the loopback master; build, refresh, `ivm_consistent`."""
     cluster = shared_cluster()
-    script = Path(__file__).with_name("session_on_cluster.py")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            cluster.master_url,
-            str(cluster.master_web_port),
-            str(tmp_path),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    out = run_script(
+        "session_on_cluster.py",
+        cluster.master_url,
+        str(cluster.master_web_port),
+        str(tmp_path),
         cwd=tmp_path,
+        timeout=600,
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, (
-        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    )
-    out = json.loads(lines[-1].removeprefix("RESULT "))
     assert out["master"] == cluster.master_url, out
     apps = {a["name"]: a["cores"] for a in out["active_apps"]}
     assert apps.get("spark-ivm-session-on-cluster", 0) >= 1, out["active_apps"]

@@ -25,7 +25,7 @@ SELECT = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {BASE} group 
 WIDE = f"{SCHEMA}.wide"
 WIDE_MODEL = "wide_by_part"
 WIDE_SELECT = f"select p, y, count(*) as n, sum(x) as s, min(x) as lo from {WIDE} group by p, y"
-CALL = "CALL spark_catalog.system"
+CALL = "CALL system"
 MOR = (
     "'format-version'='2', 'write.delete.mode'='merge-on-read', "
     "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"

@@ -38,8 +38,8 @@ logger = AdapterLogger("SparkIvm")
 #: What the ivm materialization needs of a server's session catalog and SQL extensions.
 ICEBERG_CATALOG_PACKAGE = "org.apache.iceberg.spark."
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-#: Iceberg's per-session table cache on a Thrift server (see `_open_thrift`).
-CACHE_SETTING = "spark.sql.catalog.spark_catalog.cache-enabled"
+#: The catalog two-part names resolve in when the server sets none (Spark's session catalog).
+SESSION_CATALOG = "spark_catalog"
 #: Where a user finds a Thrift server's start command with Iceberg.
 SERVER_HELP = "docs/reference.md, 'On a Spark cluster', shows a Thrift server started with Iceberg"
 
@@ -157,20 +157,23 @@ class SparkIvmConnectionManager(SparkConnectionManager):
             if problem is not None:  # dbt closes the connection as after any failed open
                 raise DbtRuntimeError(
                     f"spark_ivm: the Spark Thrift server at {address} {problem}. The ivm "
-                    "materialization needs Apache Iceberg's SparkSessionCatalog as "
-                    "spark_catalog and Iceberg's SQL extensions, set when the server starts "
-                    "(--conf spark.sql.catalog.spark_catalog="
+                    "materialization needs an Apache Iceberg catalog as the catalog two-part "
+                    "names resolve in (Iceberg's SparkSessionCatalog as spark_catalog, or a "
+                    "named org.apache.iceberg.spark.SparkCatalog made the default with "
+                    "spark.sql.defaultCatalog) and Iceberg's SQL extensions, set when the "
+                    "server starts (--conf spark.sql.catalog.spark_catalog="
                     "org.apache.iceberg.spark.SparkSessionCatalog --conf "
                     f"spark.sql.extensions={ICEBERG_EXTENSIONS}, the Iceberg runtime jar in "
                     f"--jars and --driver-class-path); {SERVER_HELP}."
                 )
-            if _server_setting(connection, CACHE_SETTING) != "false":
+            cache = f"spark.sql.catalog.{_default_catalog(connection)}.cache-enabled"
+            if _server_setting(connection, cache) != "false":
                 logger.warning(
                     f"spark_ivm: the Spark Thrift server at {address} caches Iceberg tables per "
-                    f"session ({CACHE_SETTING} is not false): a connection that read an ivm "
+                    f"session ({cache} is not false): a connection that read an ivm "
                     "model may see it as it was before a refresh committed by another "
                     "connection, for up to 30 s. Start the server with "
-                    f"--conf {CACHE_SETTING}=false."
+                    f"--conf {cache}=false."
                 )
             with _CHECK_LOCK:
                 _CHECKED_SERVERS.add(key)
@@ -222,13 +225,19 @@ def _server_setting(connection: Connection, key: str) -> str | None:
     return None if value in ("", "<undefined>") else value
 
 
+def _default_catalog(connection: Connection) -> str:
+    """The catalog the server's session resolves two-part names in."""
+    return _server_setting(connection, "spark.sql.defaultCatalog") or SESSION_CATALOG
+
+
 def _iceberg_problem(connection: Connection) -> str | None:
     """What keeps the server's session from being the Iceberg catalog ivm needs, or None."""
-    catalog = _server_setting(connection, "spark.sql.catalog.spark_catalog")
+    name = _default_catalog(connection)
+    catalog = _server_setting(connection, f"spark.sql.catalog.{name}")
     if catalog is None or not catalog.startswith(ICEBERG_CATALOG_PACKAGE):
         return (
-            "does not use Apache Iceberg as its catalog (spark.sql.catalog.spark_catalog is "
-            f"{catalog or 'unset: the built-in catalog'})"
+            f"does not use Apache Iceberg as its default catalog {name} "
+            f"(spark.sql.catalog.{name} is {catalog or 'unset: the built-in catalog'})"
         )
     extensions = _server_setting(connection, "spark.sql.extensions") or ""
     if ICEBERG_EXTENSIONS not in extensions:

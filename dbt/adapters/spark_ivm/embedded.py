@@ -229,6 +229,11 @@ def default_session_parameters(
         "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
         # A fresh Derby metastore has no version row; verification would fail on it.
         "spark.hadoop.hive.metastore.schema.verification": "false",
+        # Spark's own metastore client creates the metastore's tables on first use, Iceberg's
+        # does not: a named Iceberg catalog of type hive made the default
+        # (`spark.sql.defaultCatalog`) reached a fresh metastore first and failed with
+        # `Required table missing : "DBS"`.
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         # Iceberg mirrors each table's schema into the metastore, which by default refuses a
         # column whose type differs from the one at its position before: every reorder,
         # rename swap or drop + re-add of Iceberg columns (and replacing a table with another

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo
-from dbt.adapters.contracts.relation import RelationConfig
+from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
@@ -99,6 +99,32 @@ class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
             else relation
             for relation in relations
         ]
+
+    def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        """dbt-spark's relations of a schema, with the views a named catalog holds.
+
+        In a named Iceberg catalog (a `SparkCatalog` made the default with
+        `spark.sql.defaultCatalog`) Spark 3.5 has no `SHOW TABLE EXTENDED`, and dbt-spark's
+        fallback, `SHOW TABLES`, lists no view: an ivm model's view went missing from dbt's
+        cache, so its next run took it for a first run and failed creating a view that
+        exists. `SHOW VIEWS` adds them (in the session catalog it finds nothing new)."""
+        relations = super().list_relations_without_caching(schema_relation)
+        known = {r.identifier.lower() for r in relations if r.identifier}
+        try:
+            rows = self.connections.execute(
+                f"SHOW VIEWS IN {self.quote(schema_relation.schema)}", fetch=True
+            )[1]
+        except DbtRuntimeError:  # a schema that does not exist: listed as empty above
+            return relations
+        for row in rows:
+            name, temporary = str(row[1]), bool(row[2])
+            if not temporary and name.lower() not in known:
+                relations.append(
+                    self.Relation.create(
+                        schema=schema_relation.schema, identifier=name, type=RelationType.View
+                    )
+                )
+        return relations
 
     @available
     def release_dropped_location(self, relation: BaseRelation) -> bool:

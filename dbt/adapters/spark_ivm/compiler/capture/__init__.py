@@ -28,7 +28,10 @@ from enum import Enum
 
 from dbt.adapters.spark_ivm.compiler.errors import Refusal
 
-CATALOG = "spark_catalog"
+#: Iceberg's stored procedures, unqualified: they resolve in the session's current catalog
+#: (`spark.sql.defaultCatalog`: the session catalog or a named Iceberg catalog), where
+#: dbt-spark's two-part names, and so every relation of a model, resolve too.
+PROCEDURES = "system"
 
 
 class CaptureMethod(str, Enum):

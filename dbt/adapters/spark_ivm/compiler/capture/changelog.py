@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.capture import CATALOG
+from dbt.adapters.spark_ivm.compiler.capture import PROCEDURES
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.sql.templates import col
 
@@ -34,7 +34,7 @@ def procedure_sql(relation: str, old: int | None, new: int, view_name: str) -> s
     """The CALL that creates the changelog temp view (carry-overs removed) over SQL alone."""
     options = ", ".join(f"'{k}', '{v}'" for k, v in scan_options(old, new).items())
     return (
-        f"CALL {CATALOG}.system.create_changelog_view(table => '{relation}', "
+        f"CALL {PROCEDURES}.create_changelog_view(table => '{relation}', "
         f"options => map({options}), changelog_view => '{view_name}')"
     )
 

@@ -79,6 +79,17 @@ def base_relations(sql: str, default_db: str, model: str = "?") -> list[str]:
     return found
 
 
+def catalogs_named(sql: str, model: str = "?") -> set[str]:
+    """The catalogs a SELECT names in three-part relation names (`lake.sales.orders`), in
+    lower case. The compiler names relations `db.table`, resolved in the session's current
+    catalog, so a catalog other than that one is refused (`chain.py`).
+
+    >>> sorted(catalogs_named("select * from lake.s.o join s.c on o.k = c.k join Hub.s.x"))
+    ['hub', 'lake']
+    """
+    return {t.catalog.lower() for t in _parse(sql, model).find_all(exp.Table) if t.catalog}
+
+
 def _parse(sql: str, model: str) -> exp.Expression:
     try:
         statements = [s for s in sqlglot.parse(sql, dialect=DIALECT) if s is not None]

@@ -33,7 +33,7 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.errors import Refusal, UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages, views
-from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations, catalogs_named
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, upstream
@@ -233,7 +233,27 @@ class ChainMaintainer:
         finally:
             self.timings.append(("snapshot diff", time.monotonic() - start))
 
+    def check_catalogs(self) -> None:
+        """Refuse a relation named in a catalog other than the session's current one (where
+        the model, its states and every two-part name live); asks Spark only when the SQL
+        names a catalog."""
+        named = catalogs_named(self.compiled_sql, self.model)
+        if not named:
+            return
+        current = str(self.executor.fetch("SELECT current_catalog()")[0][0]).lower()
+        other = sorted(named - {current})
+        if other:
+            raise UnsupportedQueryError(
+                self.model,
+                f"a relation of catalog `{other[0]}`",
+                f"the session's current catalog is `{current}`",
+                "An ivm model reads relations of the catalog two-part names resolve in, where "
+                "it keeps its state: make that catalog the default (spark.sql.defaultCatalog) "
+                "or read the relation through a dbt model there.",
+            )
+
     def run(self) -> Outcome:
+        self.check_catalogs()
         props = (self.properties_of(self.target.view) if self.existing == "view" else None) or {}
         if not self.full_refresh and self.on_change is not OnChange.APPLY:
             # Before anything is written: a held change leaves every state as it was.

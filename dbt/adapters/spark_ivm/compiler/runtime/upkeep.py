@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.capture import CATALOG
+from dbt.adapters.spark_ivm.compiler.capture import PROCEDURES
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: Live position delete files at which the state is compacted.
@@ -161,8 +161,8 @@ def compaction_sqls(state: str) -> list[str]:
     name = exp.Literal.string(state)
     options = "map('delete-file-threshold', '1')"
     return [
-        f"CALL {CATALOG}.system.rewrite_data_files(table => {sql(name)}, options => {options})",
-        f"CALL {CATALOG}.system.rewrite_position_delete_files(table => {sql(name)})",
+        f"CALL {PROCEDURES}.rewrite_data_files(table => {sql(name)}, options => {options})",
+        f"CALL {PROCEDURES}.rewrite_position_delete_files(table => {sql(name)})",
     ]
 
 
@@ -174,7 +174,7 @@ def expire_sql(state: str, older_than: str, retain_last: int | None = None) -> s
         raise ValueError(f"not a timestamp: {older_than!r}")
     keep = RETAIN_LAST if retain_last is None else retain_last
     return (
-        f"CALL {CATALOG}.system.expire_snapshots(table => {sql(exp.Literal.string(state))}, "
+        f"CALL {PROCEDURES}.expire_snapshots(table => {sql(exp.Literal.string(state))}, "
         f"older_than => TIMESTAMP {sql(exp.Literal.string(older_than))}, "
         f"retain_last => {keep})"
     )
