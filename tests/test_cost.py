@@ -21,6 +21,21 @@ def test_the_history_keeps_the_last_runs_and_survives_damage() -> None:
     assert cost.history({}) == [] and cost.history({"runs": "x"}) == []
 
 
+def test_the_rows_and_snapshots_a_run_records_are_additive_keys() -> None:
+    old = {"mode": "refresh", "started_ms": 7, "seconds": 1.5, "change": 10, "inputs": 90}
+    run = cost.Run("refresh", 7, 1.5, 10, 90, (1, 2, 3), (("db.t", 41),))
+    # what a version before them reads of a record with them is all there, unchanged
+    assert {k: run.json()[k] for k in old} == old
+    # a record without them reads as not known; one damaged there keeps the rest
+    assert cost.Run.parse(old) == cost.Run("refresh", 7, 1.5, 10, 90)
+    assert cost.Run.parse({**old, "inserted": "x", "snapshots": [1]}) == cost.Run.parse(old)
+    # the bound holds with them: the last build and the last `KEEP` runs
+    runs = [cost.Run("build", 0, 1.0, rows=(4, 0, 0))] + [run] * cost.KEEP
+    kept = cost.remembered(runs, run)
+    assert len(kept) == cost.KEEP + 1 and kept[0]["inserted"] == 4
+    assert cost.history({"runs": kept})[-1] == run
+
+
 def test_the_change_is_the_bytes_its_commits_added_and_removed() -> None:
     base = _table(
         Snapshot(1, None, 0, "append", 100, 0, 100),

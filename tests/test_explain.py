@@ -104,7 +104,7 @@ def test_a_waiting_change_is_shown_and_explain_changes_nothing(project: SmallPro
     text = "\n".join(lines)
     assert f"input {SCHEMA}.customers: snapshot" in text and "changed since the last run" in text
     # the state's runs, and what the next would do with both estimates (`cost.py`)
-    assert "runs: build " in text, text
+    assert "runs (UTC, oldest first):" in text and " build " in text, text
     assert "next run: refresh (ivm_refresh=incremental): the change's files are" in text, text
     assert f"of {SCHEMA}.customers's bytes; est. refresh" in text, text
     after = {r: snapshots(project, f"{SCHEMA}.{r}") for r in before}

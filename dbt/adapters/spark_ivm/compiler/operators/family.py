@@ -36,14 +36,14 @@ from sqlglot import exp
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.operators import state_merge, union, window
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared, Run
+from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Prepared, Run
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 
 KeyRanges = Mapping[tuple[int, str], KeyRange]
 InitialSelect = Callable[[Plan, Sequence[TermRenderer], str], exp.Expression]
 CompactedSelect = Callable[[Plan, Sequence[TermRenderer], Sequence[KeyRanges]], exp.Select | None]
-Prepare = Callable[[Run, Names, Plan, TermRenderer, exp.Select, str], Prepared]
+Prepare = Callable[[Run, Names, Plan, TermRenderer, exp.Select, MetaRow], Prepared]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ class Operator:
     initial_select: InitialSelect
     # The change of the state's input rows: (plan, renderers, key ranges per branch).
     compacted_select: CompactedSelect
-    # The scratch relations and the MERGE: (run, names, plan, first renderer, change, meta).
+    # The scratch relations and the MERGE: (run, names, plan, first renderer, change, the
+    # meta row given the state rows the MERGE writes).
     prepare: Prepare
 
 

@@ -9,6 +9,7 @@ operators never speak to a connection themselves: `Run` is satisfied by the runt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,6 +34,12 @@ class Run(Protocol):
     def checkpoint(self, step: str) -> None:
         """A point where a test may make the refresh fail (`runtime/failpoints.py`)."""
         ...
+
+
+#: The metadata row a commit writes, given the state rows it inserts, updates and deletes:
+#: a refresh records them with its run (`runtime/cost.py`), and they are known only once the
+#: delta table is (the stats query), before the commit.
+MetaRow = Callable[[int, int, int], str]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT, RECOMPUTE_FLAG, RECOMPUTED
 from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT, TermRenderer
-from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared, Run
+from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Prepared, Run
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.render import (
     MATCHED,
@@ -211,7 +211,7 @@ def prepare(
     plan: Plan,
     renderer: TermRenderer,
     compacted: exp.Select,
-    new_meta: str,
+    new_meta: MetaRow,
 ) -> Prepared:
     """The delta table, the recomputed groups and the MERGE that folds them in."""
     select = delta_table_select(plan, compacted, names.state)
@@ -229,5 +229,6 @@ def prepare(
         run.compute_scratch("recompute", recomputed_table, select)
     run.checkpoint("recompute")
     types = run.state_types()
-    commit = merge_sql(plan, names.state, names.delta, recomputed_table, new_meta, types)
+    meta = new_meta(inserted, updated, deleted)
+    commit = merge_sql(plan, names.state, names.delta, recomputed_table, meta, types)
     return Prepared(commit, keys, inserted, updated, deleted, recomputed)

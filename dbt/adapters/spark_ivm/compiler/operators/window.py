@@ -34,7 +34,7 @@ from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared, Run
+from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Prepared, Run
 from dbt.adapters.spark_ivm.compiler.plan import Plan, output_column
 from dbt.adapters.spark_ivm.compiler.render import META, ROW, full_term, with_meta_row
 from dbt.adapters.spark_ivm.compiler.render import typed as typed_as
@@ -236,7 +236,7 @@ def prepare(
     plan: Plan,
     renderer: TermRenderer,
     compacted: exp.Select,
-    new_meta: str,
+    new_meta: MetaRow,
 ) -> Prepared:
     """The affected partitions, their recomputed rows and the MERGE that swaps them in; no
     MERGE when no change reaches a window's input."""
@@ -252,5 +252,7 @@ def prepare(
     if not partitions:
         return Prepared(None, keys)
     types = run.state_types()
-    commit = merge_sql(plan, names.state, names.delta, names.recomputed, new_meta, types)
+    # The partitions' rows are rewritten: counted as inserted, as `adapter_response` does.
+    meta = new_meta(rows, 0, 0)
+    commit = merge_sql(plan, names.state, names.delta, names.recomputed, meta, types)
     return Prepared(commit, keys, partitions=partitions, partition_rows=rows)

@@ -3,7 +3,8 @@
 What it decides. A refresh costs about a fixed overhead (its statements) plus what it reads of
 the change; a rebuild costs what reading all inputs costs. Before a refresh reads any data
 each state estimates both from its own history, which its metadata row keeps (the last
-`KEEP` runs: mode, start, seconds, bytes changed, bytes of all inputs), and from the change's
+`KEEP` runs: mode, start, seconds, bytes changed, bytes of all inputs; and for the user, the
+state rows each wrote and the snapshots it reflects), and from the change's
 size, which the inputs' snapshot summaries give (bytes of the files the commits since the
 watermark added and removed: a copy-on-write update of one row counts its whole file twice,
 as the capture reads it twice):
@@ -23,8 +24,9 @@ guide to a rebuild's (the first run of a process pays for the JVM's warm-up, mea
 `KEEP` runs, `auto` also rebuilds, to time one, where the refresh's estimate is at least half
 the rebuild's. A run's seconds are
 known only once its commit is: the next run reads them from the time of the state's last
-commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too (under
-`auto` only: that read costs a reload of the state's table).
+commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too.
+That read (and a reload of the state's table) is made only by a run that found a change, under
+every policy: a run that finds none reads one head per base and records nothing.
 
 The history forgets: a model whose refreshes lost to rebuilds keeps rebuilding only until
 its last refresh falls out of the `KEEP` runs, then the prior decides again, so a workload
@@ -71,27 +73,41 @@ def refresh_policy(configured: str | None, model: str) -> Policy:
 
 @dataclass(frozen=True)
 class Run:
-    """One run of a state, as its metadata row remembers it.
+    """One run of a state, as its metadata row remembers it. `rows` and `snapshots` came
+    later (keys `inserted`, `updated`, `deleted`, `snapshots`): a record without them reads
+    as not known, and older code reading a record with them ignores them.
 
-    >>> Run.parse({"mode": "build", "started_ms": 5, "inputs": 90}).seconds is None
+    >>> Run.parse({"mode": "build", "started_ms": 5, "inputs": 90}).rows is None
     True
-    >>> Run("refresh", 1000, 2.5, 10, 90).json()
-    {'mode': 'refresh', 'started_ms': 1000, 'seconds': 2.5, 'change': 10, 'inputs': 90}
+    >>> run = Run("refresh", 1000, 2.5, 10, 90, (1, 2, 0), (("db.t", 7),))
+    >>> run.json()["inserted"], run.json()["snapshots"], Run.parse(run.json()) == run
+    (1, {'db.t': 7}, True)
     """
 
-    mode: str  # "build" or "refresh"
+    mode: str  # "build", "rebuild" or "refresh"
     started_ms: int  # when the run started (epoch ms, the dbt process's clock)
     seconds: float | None  # start to the state's last commit (None: not known yet)
     change: int = 0  # bytes of input files the commits since the watermark added or removed
     inputs: int = 0  # bytes of all inputs' files
+    # State rows the run inserted, updated and deleted. A refresh knows them before its
+    # commit (the delta's counts) and records them in it; a build writes its rows and its
+    # record in one statement, so the next run counts them (`counted`). None: not known.
+    rows: tuple[int, int, int] | None = None
+    # Per base relation, the snapshot the run brought the state to (its watermarks).
+    snapshots: tuple[tuple[str, int | None], ...] = ()
 
     def json(self) -> dict[str, Any]:
+        inserted, updated, deleted = self.rows or (None, None, None)
         return {
             "mode": self.mode,
             "started_ms": self.started_ms,
             "seconds": self.seconds,
             "change": self.change,
             "inputs": self.inputs,
+            "inserted": inserted,
+            "updated": updated,
+            "deleted": deleted,
+            "snapshots": dict(self.snapshots),
         }
 
     @classmethod
@@ -104,9 +120,45 @@ class Run:
                 None if seconds is None else float(seconds),
                 int(found.get("change", 0) or 0),
                 int(found.get("inputs", 0) or 0),
+                _rows(found),
+                _snapshots(found.get("snapshots")),
             )
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
+
+
+def reflecting(watermarks: Mapping[str, int | None]) -> tuple[tuple[str, int | None], ...]:
+    """A run's `snapshots`: the watermarks it writes, by relation.
+
+    >>> reflecting({"db.u": None, "db.t": 7})
+    (('db.t', 7), ('db.u', None))
+    """
+    return tuple(sorted(watermarks.items()))
+
+
+def _rows(found: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """A record's state rows (None where any count is missing or damaged: not known).
+
+    >>> _rows({"inserted": 3, "updated": 0, "deleted": "1"}), _rows({"inserted": 3})
+    ((3, 0, 1), None)
+    """
+    try:
+        inserted, updated, deleted = (int(found[k]) for k in ("inserted", "updated", "deleted"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return inserted, updated, deleted
+
+
+def _snapshots(found: Any) -> tuple[tuple[str, int | None], ...]:
+    """A record's snapshots by relation, sorted (none where they cannot be read).
+
+    >>> _snapshots({"db.u": None, "db.t": "7"}), _snapshots("junk")
+    ((('db.t', 7), ('db.u', None)), ())
+    """
+    try:
+        return tuple(sorted((str(r), None if s is None else int(s)) for r, s in found.items()))
+    except (AttributeError, TypeError, ValueError):
+        return ()
 
 
 def history(recorded: Mapping[str, Any]) -> list[Run]:
@@ -130,8 +182,29 @@ def timed(runs: Sequence[Run], committed_ms: int | None) -> list[Run]:
     last = runs[-1]
     if committed_ms < last.started_ms:
         return list(runs)
-    seconds = round((committed_ms - last.started_ms) / 1000, 3)
-    return [*runs[:-1], Run(last.mode, last.started_ms, seconds, last.change, last.inputs)]
+    return [*runs[:-1], replace(last, seconds=round((committed_ms - last.started_ms) / 1000, 3))]
+
+
+def uncounted(runs: Sequence[Run]) -> bool:
+    """Is the last run a build whose rows are not known yet (`counted` would fill them)?
+
+    >>> uncounted([Run("build", 0, None)]), uncounted([Run("refresh", 0, None)]), uncounted([])
+    (True, False, False)
+    """
+    return bool(runs) and runs[-1].mode in (BUILD, REBUILD) and runs[-1].rows is None
+
+
+def counted(runs: Sequence[Run], state_rows: int | None) -> list[Run]:
+    """The history with its last run's rows filled in where it is a build not counted yet:
+    the state's data rows now, which it inserted (no commit has come since: a later run
+    would be the last).
+
+    >>> counted([Run("build", 0, 1.0)], 25)[0].rows
+    (25, 0, 0)
+    """
+    if state_rows is None or not uncounted(runs):
+        return list(runs)
+    return [*runs[:-1], replace(runs[-1], rows=(state_rows, 0, 0))]
 
 
 def remembered(runs: Sequence[Run], run: Run) -> list[dict[str, Any]]:
@@ -192,21 +265,6 @@ def changes(
 def input_bytes(bases: Mapping[str, Mapping[str, Any]]) -> int:
     """Bytes of all inputs, from what the state records of each (`base_tables.fingerprint`)."""
     return sum(int(b.get("bytes", 0) or 0) for b in bases.values())
-
-
-def history_text(runs: Sequence[Run]) -> str:
-    """The runs, oldest first, as `ivm_explain` prints them.
-
-    >>> history_text([Run("build", 0, 0.61, 0, 9), Run("refresh", 1, None, 2048, 9)])
-    'build 0.6 s; refresh ? s (2048 bytes changed)'
-    """
-
-    def one(run: Run) -> str:
-        seconds = "?" if run.seconds is None else f"{run.seconds:.1f}"
-        changed = f" ({run.change} bytes changed)" if run.mode == REFRESH else ""
-        return f"{run.mode} {seconds} s{changed}"
-
-    return "; ".join(map(one, runs)) or "none recorded"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ Example (an aggregate over a join of two Iceberg tables; the lines as printed, a
       state analytics.revenue__ivm_state: 25 state rows
         input db.nations: snapshot 120 reflected, now 131 (changed since the last run)
         input db.orders: snapshot 8812 reflected, current (no change waiting)
-        runs: build 9.1 s; refresh 2.3 s (1204331 bytes changed)
+        runs (UTC, oldest first):
+          2026-11-28 03:10:05 build 9.1 s, rows +24 ~0 -0; snapshots db.nations 117, db.orders 8812
+          2026-11-28 03:12:40 refresh 2.3 s, rows +1 ~3 -0, 1204331 bytes changed; snapshots db.nations 120
         next run: refresh (ivm_refresh=auto): the change's files are 2 % of db.nations's ...
         input o = db.orders
         input n = db.nations
@@ -30,7 +32,9 @@ Example (an aggregate over a join of two Iceberg tables; the lines as printed, a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlglot import exp
 
@@ -147,6 +151,38 @@ def plan_lines(the_plan: Plan) -> list[str]:
     return out
 
 
+def run_lines(runs: Sequence[cost.Run]) -> list[str]:
+    """The runs, oldest first, one line each as `ivm_explain` prints them (UTC): mode,
+    seconds, state rows +inserted ~updated -deleted, bytes changed, and the snapshots the run
+    brought the state to (all for the first run, then those that moved).
+
+    >>> runs = [cost.Run("build", 0, 0.61, 0, 9, (5, 0, 0), (("db.t", 3), ("db.u", 4))),
+    ...         cost.Run("refresh", 61_000, None, 2048, 9, (1, 2, 0), (("db.t", 8), ("db.u", 4)))]
+    >>> print("\\n".join(run_lines(runs)))
+    1970-01-01 00:00:00 build 0.6 s, rows +5 ~0 -0; snapshots db.t 3, db.u 4
+    1970-01-01 00:01:01 refresh ? s, rows +1 ~2 -0, 2048 bytes changed; snapshots db.t 8
+    >>> run_lines([cost.Run("refresh", 0, 1.0)])  # recorded by an older version
+    ['1970-01-01 00:00:00 refresh 1.0 s']
+    """
+    lines: list[str] = []
+    before: dict[str, int | None] = {}
+    for run in runs:
+        when = datetime.fromtimestamp(run.started_ms / 1000, UTC)
+        said = [f"{when:%Y-%m-%d %H:%M:%S} {run.mode} {_seconds(run.seconds)} s"]
+        if run.rows is not None:
+            said.append("rows +{} ~{} -{}".format(*run.rows))
+        if run.mode == cost.REFRESH and run.change:
+            said.append(f"{run.change} bytes changed")
+        moved = [f"{r} {s}" for r, s in run.snapshots if r not in before or before[r] != s]
+        before = dict(run.snapshots) or before
+        lines.append(", ".join(said) + (f"; snapshots {', '.join(moved)}" if moved else ""))
+    return lines or ["none recorded"]
+
+
+def _seconds(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds:.1f}"
+
+
 @dataclass
 class Explainer:
     """Plans one model read-only over `chain`'s executor and says what it found."""
@@ -185,6 +221,8 @@ class Explainer:
             relations = sorted(meta.watermarks)
             heads = maintainer.session.current_heads([*relations, target.state])
             runs = cost.timed(cost.history(meta.recorded), heads.pop(target.state).updated_ms)
+            # A build's rows are recorded by the next run; until then they are these.
+            runs = cost.counted(runs, rows)
             for relation in relations:
                 seen, now = meta.watermarks.get(relation), heads[relation].snapshot
                 where = (
@@ -193,7 +231,9 @@ class Explainer:
                     else f"now {now} (changed since the last run)"
                 )
                 self._say(f"input {relation}: snapshot {seen} reflected, {where}", 2)
-            self._say(f"runs: {cost.history_text(runs)}", 2)
+            self._say("runs (UTC, oldest first):", 2)
+            for line in run_lines(runs):
+                self._say(line, 3)
             self._next_run(maintainer, meta, heads, runs)
         if the_plan is None:
             self._say("planned at its first run, once the states it reads exist", 2)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
@@ -162,10 +162,8 @@ class Maintainer:
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 return self._unchanged(heads)
-            # Timing the last run costs a read of the state's head (and a reload of its
-            # table); only `auto` decides by the times.
-            auto = self.policy is cost.Policy.AUTO
-            self.runs = self._history(meta) if auto else cost.history(meta.recorded)
+            # Under every policy: the history is read only here, once a base changed.
+            self.runs = self._history(meta)
             recorded = facts.recorded_facts(self.session, meta, heads)
         the_plan = self.plan_state(default_db, recorded)
         self.last_plan = the_plan
@@ -185,14 +183,18 @@ class Maintainer:
         return self._build(the_plan, digest, reason, in_place)
 
     def _history(self, meta: StateMeta) -> list[cost.Run]:
-        """The state's recorded runs, the last one timed by the state's last commit (read
+        """The state's recorded runs, the last one timed by the state's last commit and, a
+        build, counted by the state's rows where the JVM reads them without a Spark job (read
         only when a base changed: a run that finds no change reads one head per base)."""
         state = self.target.state
         try:
             committed = self.session.current_heads([state])[state].updated_ms
         except Exception:  # noqa: BLE001 - the refresh finds out what is wrong with the state
             committed = None
-        return cost.timed(cost.history(meta.recorded), committed)
+        runs = cost.timed(cost.history(meta.recorded), committed)
+        if cost.uncounted(runs):
+            runs = cost.counted(runs, self.session.summary_rows())
+        return runs
 
     def _unchanged(self, heads: dict[str, Head]) -> Outcome:
         changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
@@ -248,16 +250,18 @@ class Maintainer:
         """This run's record; `Rebuild` (in place) where the policy or the estimates say
         rebuild (`cost.py`). Reads nothing: the changed inputs' metadata is read already."""
         heads_now = {r: h.snapshot for r, h in heads.items()}
+        reflected = cost.reflecting(heads_now)
         changes = cost.changes(metadata, meta.watermarks, heads_now)
         if changes is None:
-            return cost.Run(cost.REFRESH, self.started_ms, None)
+            return cost.Run(cost.REFRESH, self.started_ms, None, snapshots=reflected)
         inputs = cost.input_bytes(bases)
         choice = cost.weigh(self.policy, self.runs, changes, inputs)
         if choice.rebuild:
             raise Rebuild(choice.why, in_place=True)
         if self.policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
             self.session.log(f"ivm model '{self.model}': refresh: {choice.why}")
-        return cost.Run(cost.REFRESH, self.started_ms, None, sum(c.bytes for c in changes), inputs)
+        size = sum(c.bytes for c in changes)
+        return cost.Run(cost.REFRESH, self.started_ms, None, size, inputs, snapshots=reflected)
 
     def _build(self, the_plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
         how = "rebuild in place" if in_place else "full build"
@@ -273,7 +277,8 @@ class Maintainer:
         live = frozenset(r for r, b in bases.items() if b["live"])
         versions = render.Versions(old={}, new=pinned, logs={}, live=live)
         inputs = cost.input_bytes(bases)
-        run = cost.Run(cost.REBUILD if in_place else cost.BUILD, self.started_ms, None, 0, inputs)
+        mode = cost.REBUILD if in_place else cost.BUILD
+        run = cost.Run(mode, self.started_ms, None, 0, inputs, snapshots=cost.reflecting(pinned))
         meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
         renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in the_plan.branch_queries]
         select = operator_of(the_plan).initial_select(the_plan, renderers, meta)
@@ -338,8 +343,13 @@ class Maintainer:
             f"{r}: {n} delta rows" + (f" ({methods[r]})" if r in methods else "")
             for r, n in captured.counts.items()
         )
-        new_meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
 
+        def meta_row(inserted: int, updated: int, deleted: int) -> str:
+            # The state rows are counted before the commit: the run records them in it.
+            done = replace(run, rows=(inserted, updated, deleted))
+            return written(digest, the_plan, pinned, bases, cost.remembered(self.runs, done))
+
+        new_meta = meta_row(0, 0, 0)  # a commit of the metadata row alone
         prepared: Prepared | None = None
         statement: str | None = None
         live = frozenset(r for r, b in bases.items() if b.get("live"))
@@ -362,7 +372,7 @@ class Maintainer:
             target = self.target
             names = Names(target.state, target.delta, target.recomputed)
             prepared = operator.prepare(
-                self.session, names, the_plan, renderers[0], compacted, new_meta
+                self.session, names, the_plan, renderers[0], compacted, meta_row
             )
             self.changed_keys = prepared.changed_keys
             statement = prepared.commit
