@@ -54,7 +54,9 @@ setup(
         "materialization on Apache Iceberg and an embedded local Spark"
     ),
     license="Apache-2.0",
-    python_requires=">=3.11",
+    # 3.13: snowpark-connect-deps-iceberg (the Iceberg jar, below) declares Requires-Python <3.13
+    # in every release, so pip finds none; docs/reference.md, *Versions*.
+    python_requires=">=3.11,<3.13",
     # Namespace packages only: dbt-core and dbt-adapters own dbt/__init__.py and
     # dbt/adapters/__init__.py, and shipping them here would clobber theirs.
     packages=find_namespace_packages(include=["dbt.*"], exclude=["*.__pycache__"]),
@@ -67,8 +69,9 @@ setup(
     },
     cmdclass={"build_py": BuildPyWithMacros},
     install_requires=[
-        # dbt-core 1.12+ needs dbt-core-experimental-parser, which cannot be built offline;
-        # without an upper bound pip picks a 1.13 pre-release.
+        # dbt-core 1.12.1+ needs dbt-core-experimental-parser>=2.0.0b1, on PyPI only a source
+        # archive whose build downloads its binary from GitHub; 1.12.0 installs only with the
+        # parser's alpha 2.0.0a4 pinned (docs/reference.md, *Versions*).
         "dbt-core>=1.10,<1.12",
         "dbt-spark[session,PyHive]==1.11.0",
         # The Iceberg runtime jar below is built for Spark 3.5 / Scala 2.12; dbt-spark alone
@@ -102,5 +105,6 @@ setup(
     classifiers=[
         "Programming Language :: Python :: 3",
         "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
     ],
 )
