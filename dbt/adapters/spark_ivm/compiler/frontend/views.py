@@ -189,6 +189,23 @@ def _view_names(fetch: Fetch, database: str) -> set[str]:
     return {str(r[1]).lower() for r in rows if len(r) >= 3 and str(r[2]).lower() != "true"}
 
 
+def _created_text(fetch: Fetch, relation: str) -> str | None:
+    """A view's SQL from `SHOW CREATE TABLE`: a view of a named Iceberg catalog (Spark's v2
+    views) shows no `View Text` in `DESCRIBE TABLE EXTENDED`.
+
+    >>> ddl = "CREATE VIEW lake.db.v (k) TBLPROPERTIES ('ivm.sql' = 'it''s') AS SELECT k FROM db.t"
+    >>> _created_text(lambda statement: [(ddl,)], "db.v")
+    'SELECT k FROM db.t'
+    """
+    try:
+        rows = fetch(f"SHOW CREATE TABLE {sql(table(relation))}")
+        created = sqlglot.parse_one(str(rows[0][0]), read="spark")
+    except (ParseError, IndexError):
+        return None
+    query = created.expression if isinstance(created, exp.Create) else None
+    return query.sql("spark") if isinstance(query, exp.Query) else None
+
+
 def read_definition(fetch: Fetch, relation: str, model: str) -> ViewDefinition:
     """A view's SQL, columns and default namespace, from `DESCRIBE TABLE EXTENDED`."""
     rows = fetch(f"DESCRIBE TABLE EXTENDED {sql(table(relation))}")
@@ -204,6 +221,8 @@ def read_definition(fetch: Fetch, relation: str, model: str) -> ViewDefinition:
         elif name and not name.startswith("#"):
             columns.append(name)
     text = details.get("View Text") or details.get("View Original Text")
+    if not text:
+        text = _created_text(fetch, relation)
     if not text:
         raise UnsupportedQueryError(
             model, f"view {relation} whose SQL cannot be read", "DESCRIBE TABLE EXTENDED"
