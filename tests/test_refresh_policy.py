@@ -5,7 +5,9 @@ rewrites the whole input is rebuilt, the log line giving both estimates; `full` 
 run that finds a change; a rebuild chosen so replaces the state's rows in one commit and keeps
 the view (the state's history goes on, the view is never dropped), and a failure just before
 that commit leaves the old relation and the next run exact; the readers of such a model (an
-ivm model over it, the model's own sub-query states) stay exact through it.
+ivm model over it, the model's own sub-query states) stay exact through it. Each run is in the
+state's history, as the documented query and `ivm_explain` show it: its mode, seconds, state
+rows and the base snapshots it reflects.
 
 (The rest of the suite runs with `DBT_SPARK_IVM_REFRESH=incremental`, `conftest.py`; these
 models set `ivm_refresh` in their config, which comes first.)
@@ -14,9 +16,12 @@ models set `ivm_refresh` in their config, which comes first.)
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 from small_project import SmallProject
+from targets import SESSION
 
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, REBUILD_STEP
 
@@ -29,6 +34,17 @@ STAGED_SQL = (
     f"select k, x from {SCHEMA}.base where k in "
     f"(select k from {SCHEMA}.base group by k having count(*) > 3)"
 )
+
+
+EVENTS_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.events group by k"
+
+
+def _history_query(state: str) -> str:
+    """The query docs/reference.md gives for a state's runs, over `state`."""
+    doc = (Path(__file__).parents[1] / "docs" / "reference.md").read_text()
+    found = re.search(r"One row per run.*?```sql\n(.*?)```", doc, re.DOTALL)
+    assert found, "docs/reference.md lost its history query"
+    return found.group(1).replace("analytics.revenue_by_nation__ivm_state", state)
 
 
 def _config(policy: str) -> str:
@@ -60,6 +76,17 @@ def _equal(p: SmallProject, relation: str, select: str) -> None:
 
 def _snapshots(p: SmallProject, table: str) -> int:
     return int(p.sql(f"SELECT count(*) FROM {SCHEMA}.{table}.snapshots")[0][0])
+
+
+def _current(p: SmallProject, table: str) -> int:
+    """The table's current snapshot: the one no other snapshot descends from."""
+    snapshots = f"{SCHEMA}.{table}.snapshots"
+    return int(
+        p.sql(
+            f"SELECT snapshot_id FROM {snapshots} WHERE snapshot_id NOT IN "
+            f"(SELECT parent_id FROM {snapshots} WHERE parent_id IS NOT NULL)"
+        )[0][0]
+    )
 
 
 def _is_view(p: SmallProject, name: str) -> bool:
@@ -140,3 +167,40 @@ def test_a_failure_before_the_rebuilds_commit_keeps_the_relation(project: SmallP
     assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == before
     assert p.run("--select", "agg")["agg"].startswith("rebuilt in place")
     _equal(p, "agg", AGG_SQL)
+
+
+def test_the_history_shows_each_runs_rows_and_snapshots(project: SmallProject):
+    p = project
+    p.base_table("events", "k string, x int", "('a', 1)", "('a', 2)", "('b', 3)")
+    # `incremental`: runs are timed under every policy, not only `auto`.
+    _write(p, "events_by_k", "incremental", EVENTS_SQL)
+    assert _message(p, "events_by_k")["events_by_k"].startswith("built")
+    heads = [_current(p, "events")]
+    p.sql(f"INSERT INTO {SCHEMA}.events VALUES ('a', 4), ('c', 5)")
+    assert "state rows +1 ~1 -0" in _message(p, "events_by_k")["events_by_k"]
+    _equal(p, "events_by_k", EVENTS_SQL)
+    heads.append(_current(p, "events"))
+    p.sql(f"UPDATE {SCHEMA}.events SET x = x + 10 WHERE k = 'b'")
+    p.sql(f"DELETE FROM {SCHEMA}.events WHERE k = 'c'")
+    assert "state rows +0 ~1 -1" in _message(p, "events_by_k")["events_by_k"]
+    _equal(p, "events_by_k", EVENTS_SQL)
+    heads.append(_current(p, "events"))
+
+    runs = p.sql(_history_query(f"{SCHEMA}.events_by_k__ivm_state"))
+    # A build's rows are counted by the next run, where the JVM reads the state's summary.
+    built = (2, 0, 0) if p.target == SESSION else (None, None, None)
+    want = [("build", built), ("refresh", (1, 1, 0)), ("refresh", (0, 1, 1))]
+    assert [(r[1], tuple(r[3:6])) for r in runs] == want, runs
+    assert [dict(r[6]) for r in runs] == [{f"{SCHEMA}.events": h} for h in heads], runs
+    # Each run's seconds are known once the next run reads the state's last commit.
+    assert [r[2] is not None for r in runs] == [True, True, False], runs
+    assert [r[0] for r in runs] == sorted(r[0] for r in runs), runs
+
+    ok, printed = p.operation("ivm_explain", "{model: events_by_k}")
+    assert ok, printed
+    lines = [line.strip() for line in printed]
+    at = lines.index("runs (UTC, oldest first):")
+    shown = lines[at + 1 : at + 4]
+    assert [line.split()[2] for line in shown] == ["build", "refresh", "refresh"], shown
+    for line, rows, head in zip(shown, ["+2 ~0 -0", "+1 ~1 -0", "+0 ~1 -1"], heads):
+        assert f"rows {rows}" in line and line.endswith(f"snapshots {SCHEMA}.events {head}"), line
