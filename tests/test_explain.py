@@ -11,6 +11,8 @@ commit and the relation still equals its SQL.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from small_project import SmallProject
 
@@ -161,3 +163,28 @@ def test_refusals_and_errors(project: SmallProject) -> None:
     project.model("never_run", f"select cid from {SCHEMA}.customers")
     ok, _ = explain(project, "{model: never_run}")
     assert not ok
+
+
+def test_a_versioned_model_is_explained_by_version(project: SmallProject) -> None:
+    """`{model: name}` explains a versioned model's latest version, `{model: name.vN}` that
+    version; each is named `name.vN`, as `dbt run` names it."""
+    p = project
+    versions = {
+        "version": 2,
+        "models": [{"name": "regional", "latest_version": 2, "versions": [{"v": 1}, {"v": 2}]}],
+    }
+    (p.root / "models" / "regional.yml").write_text(json.dumps(versions))
+    p.model("regional_v1", f"select region, count(*) as n from {SCHEMA}.customers group by region")
+    p.model("regional_v2", f"select cid, region from {SCHEMA}.customers where cid > 1")
+    try:
+        p.run("--select", "regional")
+        ok, lines = explain(p, "{model: regional}")
+        assert ok and lines[0].startswith(f"ivm model 'regional.v2' ({SCHEMA}.regional_v2)"), lines
+        ok, lines = explain(p, "{model: regional.v1}")
+        assert ok and lines[0].startswith(f"ivm model 'regional.v1' ({SCHEMA}.regional_v1)"), lines
+        assert any("operator: aggregate by" in line for line in lines), lines
+        ok, _ = explain(p, "{model: regional.v3}")
+        assert not ok
+    finally:
+        for name in ("regional.yml", "regional_v1.sql", "regional_v2.sql"):
+            (p.root / "models" / name).unlink()
