@@ -27,6 +27,7 @@ from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
+from dbt.adapters.spark_ivm.compiler.sql.layout import properties_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: The view property naming a model's state table: what marks a view as an ivm model's.
@@ -174,9 +175,8 @@ def docs_sql(
 def _create_view(view: str, clauses: str, properties: Mapping[str, str], select: str) -> str:
     """`CREATE VIEW` with its column list and comment (`clauses`, may be empty) and its
     properties."""
-    props = ", ".join(f"{_string(k)} = {_string(v)}" for k, v in properties.items())
     head = " ".join(part for part in (f"CREATE VIEW {sql(table(view))}", clauses) if part)
-    return f"{head} TBLPROPERTIES ({props}) AS {select}"
+    return f"{head} TBLPROPERTIES ({properties_sql(properties)}) AS {select}"
 
 
 def kept_sql(view: str) -> str:
