@@ -33,7 +33,6 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
-from dbt.adapters.spark_ivm.compiler.optimize import factored
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, commit, cost, facts, logs, view
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
@@ -46,11 +45,11 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     Rebuild,
     StateRows,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
-from dbt.adapters.spark_ivm.compiler.sql.templates import table
 
 __all__ = [
     "STATE_TABLE",
@@ -364,11 +363,7 @@ class Maintainer:
             operator = operator_of(the_plan)
             compacted = operator.compacted_select(the_plan, renderers, ranges)
             assert compacted is not None
-            for n, bracket in enumerate(factored.brackets(compacted)):
-                name = self.target.bracket(n)
-                self.session.compute_scratch("bracket", name, bracket.this)
-                rows = self.session.count_rows("bracket", name)
-                factored.with_bracket_read_from(bracket, table(name), rows)
+            precompute(self.session, self.target, compacted)
             target = self.target
             names = Names(target.state, target.delta, target.recomputed)
             prepared = operator.prepare(

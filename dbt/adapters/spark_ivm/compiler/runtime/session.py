@@ -66,6 +66,9 @@ class Target:
     def bracket(self, index: int) -> str:
         return self._scratch(f"bracket_{index}")
 
+    def keys(self, index: int) -> str:
+        return self._scratch(f"keys_{index}")
+
     def changelog_view(self, index: int) -> str:
         return self._scratch(f"cl_{index}")
 
