@@ -30,8 +30,16 @@ def test_where_and_inner_on_conditions_of_one_input_filter_its_log():
 def test_a_left_join_filters_its_right_input_by_its_on_only():
     """The padded side's WHERE conditions would turn padded rows into matched ones."""
     assert filters(
-        "select t.k, u.z from t left join u on t.k = u.k and u.z > 3 where t.x > 0 and u.z < 9"
+        "select t.k, u.z from t left join u on t.k = u.k and u.z > 3 "
+        "where t.x > 0 and (u.z < 9 or u.z is null)"
     ) == {"s.t": "x > 0", "s.u": "z > 3"}
+
+
+def test_a_left_join_whose_padded_rows_the_where_drops_filters_like_an_inner_join():
+    """`u.z < 9` is never true on a padded row: the join is inner (`null_rejection.py`)."""
+    assert filters(
+        "select t.k, u.z from t left join u on t.k = u.k and u.z > 3 where t.x > 0 and u.z < 9"
+    ) == {"s.t": "x > 0", "s.u": "z < 9 AND z > 3"}
 
 
 @pytest.mark.parametrize("kind", ["right", "full"])

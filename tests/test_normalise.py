@@ -228,3 +228,43 @@ def test_in_compares_a_string_with_a_number_as_text_like_spark():
         stages.prepare(
             "select t.k from t where t.x in (select w.m['a'] from w)", "m", schemas, "db"
         )
+
+
+@pytest.mark.parametrize(
+    ("where", "kind"),
+    [
+        ("b.y > 3", "inner"),  # a comparison is NULL on a padded row
+        ("a.x < 0.5 * b.y + 10 AND a.x > 0", "inner"),  # one conjunct suffices
+        ("COALESCE(b.y <> a.x OR b.y > 1, FALSE)", "inner"),  # EXISTS with a comparison
+        ("CASE WHEN a.x > 0 THEN b.y END = 2", "inner"),  # every result NULL
+        ("NOT COALESCE(b.y > a.x, FALSE)", "left"),  # NOT EXISTS: TRUE on a padded row
+        ("b.y > 3 OR a.x > 0", "left"),  # one disjunct keeps padded rows
+        ("b.y IS NULL", "left"),
+        ("b.y <=> 3", "left"),  # null-safe: never NULL
+        ("CASE WHEN a.x > 0 THEN b.y ELSE 1 END = 2", "left"),
+    ],
+)
+def test_a_left_join_whose_padded_rows_the_where_drops_is_an_inner_join(where: str, kind: str):
+    _, steps, _ = _shape(f"select a.k, b.y from t a left join u b on a.k = b.k where {where}")
+    assert steps[0][0] == kind
+
+
+def test_exists_and_scalar_comparisons_join_their_states_inner_not_exists_left():
+    from dbt.adapters.spark_ivm.compiler.frontend import stages
+
+    tree = stages.prepare(
+        "select a.k from t a where exists (select 1 from u b where b.k = a.k and b.y <> a.x) "
+        "and not exists (select 1 from v c where c.k = a.k and c.z > a.x) "
+        "and a.x < (select 0.5 * avg(d.y) from u d where d.k = a.k)",
+        "m",
+        SCHEMAS,
+        "db",
+    )
+    while (sub := stages.innermost(tree)) is not None:  # each state read as a stand-in
+        stages.read_state(sub, "SELECT k AS k0, y AS v, y AS v1 FROM db.u")
+    q = analyze(tree.sql("spark"), "m", SCHEMAS, "db")
+    assert [(s.kind.value, q.inputs[s.index].alias) for s in q.steps] == [
+        ("inner", "ivm_scalar0"),  # EXISTS
+        ("inner", "ivm_scalar1"),  # the scalar sub-query
+        ("left", "ivm_scalar2"),  # NOT EXISTS
+    ]

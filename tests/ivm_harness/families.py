@@ -501,6 +501,20 @@ FAMILIES: list[Family] = [
         group by c.segment, o.status
         """,
     ),
+    # LEFT JOINs whose padded rows the WHERE drops are inner joins (null_rejection.py): orders
+    # by a COALESCE of comparisons; nations not, as one disjunct keeps NULL-padded rows
+    Family(
+        "left_join_where_rejected",
+        (CUSTOMERS, ORDERS, NATIONS),
+        """
+        select c.cid, c.segment, o.status, o.qty, n.nname
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o on o.cust = c.cid
+        left join {{ source('base', 'nations') }} n on n.nid = c.nation
+        where coalesce(o.qty > 1 or o.status = 'a', false)
+          and (n.region <> 'r1' or c.segment is null)
+        """,
+    ),
     # --- dbt-style CTEs: filtered inputs joined, a CTE used twice, bracketed joins -------------
     Family(
         "cte_filtered_joins",

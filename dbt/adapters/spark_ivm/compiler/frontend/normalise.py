@@ -22,8 +22,9 @@ end. Four rewrites, each an equality of relational algebra, run in order:
    c WHERE p`). A FULL join of a filtered sub-query stays as it is (and is refused later).
 
 Then sqlglot's own `eliminate_subqueries`, `merge_subqueries` and `eliminate_ctes` flatten
-what remains (a single filtered input, nested projections), and `comma_joins` turns joins
-listed in FROM with their predicates in WHERE into inner joins ON those predicates.
+what remains (a single filtered input, nested projections), `null_rejection` makes a LEFT
+JOIN whose padded rows the WHERE drops an inner join, and `comma_joins` turns joins listed
+in FROM with their predicates in WHERE into inner joins ON those predicates.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend.comma_joins import place_join_predicates
+from dbt.adapters.spark_ivm.compiler.frontend.null_rejection import inner_joins_where_rejected
 
 DIALECT = "spark"
 
@@ -258,5 +260,6 @@ def normalise(
             model, "a column or name that cannot be resolved", str(e)
         ) from e
     for select in tree.find_all(exp.Select):
+        inner_joins_where_rejected(select)
         place_join_predicates(select)
     return tree
