@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -12,7 +13,7 @@ from dbt.adapters.base.relation import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
-from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.spark.impl import LIST_RELATIONS_SHOW_TABLES_MACRO_NAME, SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import embedded
@@ -28,6 +29,8 @@ logger = AdapterLogger("SparkIvm")
 #: Prefix of the bookkeeping columns ivm models keep in their tables; not user data, so the
 #: docs catalog does not list them.
 HIDDEN_COLUMN_PREFIX = "__ivm_"
+#: Set while a schema is listed: did dbt-spark fall back to `SHOW TABLES` (a named catalog)?
+_LISTING = threading.local()
 
 # With the Hive-backed Iceberg SparkSessionCatalog, `show table extended` / `describe
 # extended` report `Provider: hive` for Iceberg tables; only the table property
@@ -107,8 +110,13 @@ class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
         `spark.sql.defaultCatalog`) Spark 3.5 has no `SHOW TABLE EXTENDED`, and dbt-spark's
         fallback, `SHOW TABLES`, lists no view: an ivm model's view went missing from dbt's
         cache, so its next run took it for a first run and failed creating a view that
-        exists. `SHOW VIEWS` adds them (in the session catalog it finds nothing new)."""
+        exists. `SHOW VIEWS` adds them, only where dbt-spark fell back to `SHOW TABLES` (in
+        the session catalog `SHOW TABLE EXTENDED` lists views: one statement less per schema
+        and invocation)."""
+        _LISTING.by_show_tables = False
         relations = super().list_relations_without_caching(schema_relation)
+        if not _LISTING.by_show_tables:
+            return relations
         known = {r.identifier.lower() for r in relations if r.identifier}
         try:
             rows = self.connections.execute(
@@ -125,6 +133,12 @@ class SparkIvmAdapter(IvmJinjaApi, SparkAdapter):
                     )
                 )
         return relations
+
+    def execute_macro(self, macro_name: str, *args: Any, **kwargs: Any) -> Any:
+        """dbt's, noting (per thread) when dbt-spark lists a schema by `SHOW TABLES`."""
+        if macro_name == LIST_RELATIONS_SHOW_TABLES_MACRO_NAME:
+            _LISTING.by_show_tables = True
+        return super().execute_macro(macro_name, *args, **kwargs)
 
     @available
     def release_dropped_location(self, relation: BaseRelation) -> bool:
