@@ -112,7 +112,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pin", ("refresh", "snapshot", "metadata", "upstream")),
     ("capture", ("changelog", "touched files", "stage files", "log", "count", "snapshot diff")),
     ("key ranges", ("key ranges",)),
-    ("delta", ("bracket", "delta", "stats")),
+    ("delta", ("render", "keys", "bracket", "delta", "stats")),
     ("recompute", ("recompute",)),
     ("commit", ("commit",)),
     ("upkeep", ("upkeep", "compact", "expire")),

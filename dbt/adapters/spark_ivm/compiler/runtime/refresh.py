@@ -361,7 +361,11 @@ class Maintainer:
             ]
             ranges = [logs.key_ranges(self.session, q, found, captured.counts) for q in branches]
             operator = operator_of(the_plan)
-            compacted = operator.compacted_select(the_plan, renderers, ranges)
+            # Timed: the delta is rendered in Python (sqlglot), which is not free for long
+            # outer-join chains (see optimize/shared_keys.py).
+            compacted = self.session.timed(
+                "render", lambda: operator.compacted_select(the_plan, renderers, ranges)
+            )
             assert compacted is not None
             precompute(self.session, self.target, compacted)
             target = self.target
