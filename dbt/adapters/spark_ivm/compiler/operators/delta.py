@@ -74,6 +74,10 @@ class TermRenderer:
     query: Query
     leaf: LeafRenderer
     changed: frozenset[int] = field(default_factory=frozenset)
+    # Relations the terms read by name, computed once before the delta, in the order they
+    # were named (a later one may read an earlier one): outer steps' affected keys
+    # (`outer_join.py`), by placeholder name.
+    shared: dict[str, exp.Expression] = field(default_factory=dict)
 
     def _on(self, index: int) -> exp.Expression:
         for step in self.query.steps:
@@ -110,6 +114,7 @@ class TermRenderer:
                 self.source(step.index, version),
                 on=step.on.copy(),
                 join_type=_JOIN_TYPES[step.kind],
+                copy=False,
             )
         return select
 
@@ -124,6 +129,7 @@ class TermRenderer:
                 self.source(index, version),
                 on=self.pad(self._on(index), term.padded),
                 join_type="inner",
+                copy=False,
             )
         return select
 
@@ -144,16 +150,18 @@ class TermRenderer:
         """SELECT <projections>[, weight] FROM <term> WHERE <model WHERE> AND <term filters>."""
         select = self.from_clause(term)
         for name, node in projections:
-            select = select.select(exp.alias_(self.pad(node, term.padded), name, quoted=True))
+            select = select.select(
+                exp.alias_(self.pad(node, term.padded), name, quoted=True), copy=False
+            )
         if with_weight:
-            select = select.select(exp.alias_(self.weight(term), WEIGHT, quoted=True))
+            select = select.select(exp.alias_(self.weight(term), WEIGHT, quoted=True), copy=False)
         filters: list[exp.Expression] = []
         if with_where and self.query.where is not None:
             filters.append(self.pad(self.query.where, term.padded))
         filters.extend(f.copy() for f in term.filters)
         where = conj(filters)
         if where is not None:
-            select = select.where(where)
+            select = select.where(where, copy=False)
         return select
 
 

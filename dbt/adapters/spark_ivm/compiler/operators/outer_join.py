@@ -21,6 +21,20 @@ and the inner part gives -1 (1,'a','x'): the view goes from (1,a,x) to (1,a,NULL
 
 RIGHT JOIN mirrors this (the new input S is preserved); FULL JOIN applies both.
 
+K is read four times (the filter on L and S's slice, at both versions). Where its delta terms
+join inputs, it is one relation computed once before the delta (`TermRenderer.shared`,
+computed by `runtime/precompute.py`) and read by name:
+
+    K_j = keys(d(N_(j-1)))         -- computed once, in step order
+    pad_j(..)|K_j reads K_j         -- every copy is the relation
+
+Inline, behind a second outer step K holds the first step's padded terms with their own K
+copies, so the statement grew about fourfold per outer step: three LEFT JOINs to sub-query
+states rendered a 169 KB statement of 1505 SELECTs that Spark took 44 s to plan for ten
+rows, and sqlglot seconds to render. The relation holds the same rows at the same pinned
+versions, so the result is the same. K of change logs alone (one LEFT JOIN of two tables)
+stays inline: reading a computed log four times costs less than one more Spark job.
+
 When S changed, both anti joins read one relation, S|K counted at both versions (`counted`):
 
     M = SELECT cols, SUM(n_new), SUM(n_old)
@@ -35,6 +49,8 @@ Example: dS = {-(1,'x')}, S_new|K = {}: M = {(1,'x'): n_new 0, n_old 1}.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from sqlglot import exp
 
@@ -51,6 +67,9 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
 from dbt.adapters.spark_ivm.compiler.sql.templates import aliases, col, conjuncts, null_safe_match
 
 KEYS = "__ivm_keys"
+#: The placeholder name of affected keys computed once (`TermRenderer.shared`).
+SHARED_KEYS = "__ivm_shared_keys_"
+_PLACEHOLDERS = itertools.count()
 
 
 def equi_keys(query: Query, step: JoinStep) -> tuple[list[exp.Expression], list[exp.Expression]]:
@@ -108,8 +127,12 @@ def _affected_keys(
         )
     union = parts[0]
     for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return union
+        union = exp.union(union, part, distinct=False, copy=False)
+    if not any(union.find_all(exp.Join)):
+        return union
+    name = f"{SHARED_KEYS}{next(_PLACEHOLDERS)}"  # unique in the process: renderers share none
+    renderer.shared[name] = union
+    return exp.select("*").from_(exp.Table(this=exp.to_identifier(name)))
 
 
 def _in_keys(keys: exp.Expression, exprs: list[exp.Expression]) -> exp.Expression:

@@ -362,12 +362,12 @@ class Maintainer:
             ranges = [logs.key_ranges(self.session, q, found, captured.counts) for q in branches]
             operator = operator_of(the_plan)
             # Timed: the delta is rendered in Python (sqlglot), which is not free for long
-            # outer-join chains (see optimize/shared_keys.py).
+            # outer-join chains.
             compacted = self.session.timed(
                 "render", lambda: operator.compacted_select(the_plan, renderers, ranges)
             )
             assert compacted is not None
-            precompute(self.session, self.target, compacted)
+            precompute(self.session, self.target, compacted, renderers)
             target = self.target
             names = Names(target.state, target.delta, target.recomputed)
             prepared = operator.prepare(
