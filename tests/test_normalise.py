@@ -239,6 +239,7 @@ def test_in_compares_a_string_with_a_number_as_text_like_spark():
         ("CASE WHEN a.x > 0 THEN b.y END = 2", "inner"),  # every result NULL
         ("NOT COALESCE(b.y > a.x, FALSE)", "left"),  # NOT EXISTS: TRUE on a padded row
         ("b.y > 3 OR a.x > 0", "left"),  # one disjunct keeps padded rows
+        ("b.y IS NOT NULL", "inner"),  # FALSE on a padded row
         ("b.y IS NULL", "left"),
         ("b.y <=> 3", "left"),  # null-safe: never NULL
         ("CASE WHEN a.x > 0 THEN b.y ELSE 1 END = 2", "left"),

@@ -515,6 +515,18 @@ FAMILIES: list[Family] = [
           and (n.region <> 'r1' or c.segment is null)
         """,
     ),
+    # the hand-written anti-padding filter: IS NOT NULL of the null-supplied side
+    Family(
+        "left_join_where_not_null",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.segment, o.status, count(*) as n, sum(o.amount) as total
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o on o.cust = c.cid
+        where o.oid is not null
+        group by c.segment, o.status
+        """,
+    ),
     # --- dbt-style CTEs: filtered inputs joined, a CTE used twice, bracketed joins -------------
     Family(
         "cte_filtered_joins",

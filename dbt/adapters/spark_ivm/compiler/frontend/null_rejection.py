@@ -14,7 +14,7 @@ hand-written `LEFT JOIN b .. WHERE b.x > 0` is the same case.
 
 Rejection is proven, never guessed: a comparison, arithmetic, CAST, CASE whose results are
 all such expressions (`strict`: NULL when `s` is), conjunctions of which one rejects,
-disjunctions and COALESCEs of which all do. Anything else (a function not listed, IS NULL,
+disjunctions and COALESCEs of which all do, `IS NOT NULL` of such an expression. Anything else (a function not listed, IS NULL,
 `<=>`) keeps the LEFT JOIN.
 
 >>> import sqlglot
@@ -28,6 +28,8 @@ disjunctions and COALESCEs of which all do. Anything else (a function not listed
 'SELECT * FROM l JOIN s ON s.k = l.k WHERE COALESCE(s.v <> l.x, FALSE)'
 >>> simplified("SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE NOT COALESCE(s.v > l.x, FALSE)")
 'SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE NOT COALESCE(s.v > l.x, FALSE)'
+>>> simplified("SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE s.v IS NOT NULL")
+'SELECT * FROM l JOIN s ON s.k = l.k WHERE NOT s.v IS NULL'
 >>> simplified("SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE s.v > 0 OR l.x > 0")
 'SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE s.v > 0 OR l.x > 0'
 """
@@ -81,6 +83,12 @@ def rejects(condition: exp.Expression, alias: str) -> bool:
         return rejects(condition.this, alias) and rejects(condition.expression, alias)
     if isinstance(condition, exp.Coalesce):
         return all(rejects(a, alias) for a in [condition.this, *condition.expressions])
+    if (  # x IS NOT NULL is FALSE where x is NULL
+        isinstance(condition, exp.Not)
+        and isinstance(condition.this, exp.Is)
+        and isinstance(condition.this.expression, exp.Null)
+    ):
+        return strict(condition.this.this, alias)
     return strict(condition, alias)
 
 
