@@ -52,6 +52,7 @@ from dbt.adapters.spark_ivm.compiler.sql.templates import (
     table,
     template,
     text,
+    union_all,
 )
 
 MATCHED = "__ivm_matched"
@@ -235,11 +236,9 @@ def compacted_delta_select(
     parts = [renderer.render(t, projections) for t in terms]
     if factoring.factored:
         parts.append(factored.render(renderer, factoring.factored, links, key_ranges, projections))
+    union = union_all(parts)
     # The builders below extend what this function just built: copying it at every step
     # made rendering quadratic in the number of terms (seconds for a few outer steps).
-    union: exp.Expression = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False, copy=False)
     names = [name for name, _ in projections]
     inner = exp.alias_(exp.Subquery(this=union), "__ivm_terms", table=True)
     select = exp.Select().from_(inner)

@@ -14,8 +14,8 @@ hand-written `LEFT JOIN b .. WHERE b.x > 0` is the same case.
 
 Rejection is proven, never guessed: a comparison, arithmetic, CAST, CASE whose results are
 all such expressions (`strict`: NULL when `s` is), conjunctions of which one rejects,
-disjunctions and COALESCEs of which all do, `IS NOT NULL` of such an expression. Anything else (a function not listed, IS NULL,
-`<=>`) keeps the LEFT JOIN.
+disjunctions and COALESCEs of which all do, `IS NOT NULL` of such an expression. Anything
+else (a function not listed, IS NULL, `<=>`) keeps the LEFT JOIN.
 
 >>> import sqlglot
 >>> def simplified(text):

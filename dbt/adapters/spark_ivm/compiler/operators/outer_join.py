@@ -64,7 +64,13 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
     Term,
     TermRenderer,
 )
-from dbt.adapters.spark_ivm.compiler.sql.templates import aliases, col, conjuncts, null_safe_match
+from dbt.adapters.spark_ivm.compiler.sql.templates import (
+    aliases,
+    col,
+    conjuncts,
+    null_safe_match,
+    union_all,
+)
 
 KEYS = "__ivm_keys"
 #: The placeholder name of affected keys computed once (`TermRenderer.shared`).
@@ -125,9 +131,7 @@ def _affected_keys(
                 with_where=False,
             )
         )
-    union = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False, copy=False)
+    union = union_all(parts)
     if not any(union.find_all(exp.Join)):
         return union
     name = f"{SHARED_KEYS}{next(_PLACEHOLDERS)}"  # unique in the process: renderers share none

@@ -78,7 +78,7 @@ from dbt.adapters.spark_ivm.compiler.render import (
     full_term,
     with_meta_row,
 )
-from dbt.adapters.spark_ivm.compiler.sql.templates import col, template
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, template, union_all
 
 
 def _typed(
@@ -121,9 +121,7 @@ def _sum_of(
     aggregate."""
     keys = [*plan.key_columns, *([plan.rules[0].arg_column] if by_side else [])]
     typed = [_typed(plan, part, extra, side_marker(plan, n)) for n, part in parts]
-    union: exp.Expression = typed[0]
-    for part in typed[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(typed)
     select = exp.Select().from_(exp.alias_(exp.Subquery(this=union), "__ivm_branches"))
     select = select.select(*(col(k) for k in keys))
     return select.group_by(*(col(k) for k in keys)) if keys else select

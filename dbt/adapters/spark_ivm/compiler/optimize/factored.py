@@ -49,7 +49,7 @@ from dbt.adapters.spark_ivm.compiler.optimize.pruning import (
     enforced,
     prune_terms,
 )
-from dbt.adapters.spark_ivm.compiler.sql.templates import col
+from dbt.adapters.spark_ivm.compiler.sql.templates import col, union_all
 
 BRACKET = "__ivm_f"
 #: The most rows a computed bracket has for a broadcast hint (a few columns a row: tens of MB).
@@ -180,9 +180,7 @@ def render(
         if term.filters:
             part = part.where(exp.and_(*(f.copy() for f in term.filters)))
         parts.append(part)
-    union: exp.Expression = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(parts)
     bracket = exp.alias_(exp.Subquery(this=union), BRACKET, table=True, quoted=True)
     select = (
         exp.Select()

@@ -37,7 +37,9 @@ def read_by_name(node: exp.Expression, renamed: Mapping[str, str]) -> exp.Expres
     return node
 
 
-def shared_order(delta: exp.Expression, renderers: Sequence[TermRenderer]) -> list[tuple]:
+def shared_order(
+    delta: exp.Expression, renderers: Sequence[TermRenderer]
+) -> list[tuple[str, exp.Expression]]:
     """The shared relations `delta` reads, directly or through another, as (placeholder,
     body) in an order that computes each after those it reads."""
     bodies: dict[str, exp.Expression] = {}

@@ -86,6 +86,19 @@ def conj(parts: list[exp.Expression]) -> exp.Expression | None:
     return exp.and_(*parts) if parts else None
 
 
+def union_all(parts: list[exp.Expression]) -> exp.Expression:
+    """`part UNION ALL part ..` of freshly built parts (taken, not copied: copying the growing
+    union at each step made rendering a delta quadratic in its terms).
+
+    >>> union_all([exp.select("1"), exp.select("2"), exp.select("3")]).sql()
+    'SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3'
+    """
+    union = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False, copy=False)
+    return union
+
+
 def null_safe_match(left: list[exp.Expression], right: list[exp.Expression]) -> exp.Expression:
     """`l0 <=> r0 AND l1 <=> r1 ...`; TRUE when there are no keys (an ungrouped aggregate)."""
     if not left:
