@@ -139,7 +139,7 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
 
     def execute(self: Any, statement: str) -> None:
         head = statement.lstrip().upper()
-        if _JOINING in head and head.startswith(("MERGE", "INSERT", "CACHE TABLE", "CREATE")):
+        if _JOINING in head and head.startswith(("MERGE", "INSERT", "CACHE TABLE", "CACHE LAZY", "CREATE")):
             keep(self, statement, plan_of_statement(spark, statement))
         original["execute"](self, statement)
 
@@ -149,10 +149,10 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
             keep(self, statement, plan_of_select(spark, statement))
         return original["fetch"](self, statement)
 
-    def scratch_view(self: Any, select: str, view_name: str) -> bool:
+    def scratch_view(self: Any, select: str, view_name: str, eager: bool = True) -> bool:
         if _JOINING in select.upper():
             keep(self, f"-- scratch view {view_name}\n{select}", plan_of_select(spark, select))
-        return original["scratch_view"](self, select, view_name)
+        return original["scratch_view"](self, select, view_name, eager)
 
     executor.execute = execute  # type: ignore[method-assign]
     executor.fetch = fetch  # type: ignore[method-assign]

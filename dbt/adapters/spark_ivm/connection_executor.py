@@ -117,7 +117,7 @@ class ConnectionExecutor:
             return None
         return session_metadata.window_files(spark, relation, snapshot_ids, path_field)
 
-    def scratch_view(self, select: str, view_name: str) -> bool:
+    def scratch_view(self, select: str, view_name: str, eager: bool = True) -> bool:
         """Session method only: compute `select` into the session's block store and name it
         `view_name`. A `CACHE TABLE` view keeps its query's text: every statement that reads
         it parses and analyses the whole query again before it finds the cached rows, which
@@ -131,7 +131,9 @@ class ConnectionExecutor:
         self.release_scratch_view(view_name)
         # dbt's log shows every statement it runs; this one runs beside it
         logger.debug(f"spark_ivm: scratch view {view_name} as local checkpoint of: {select}")
-        rows = spark.sql(select).localCheckpoint(eager=True)
+        # Not eager: the statement that reads them first computes and keeps them (one
+        # pass where a count follows; `Session.compute_and_fetch`).
+        rows = spark.sql(select).localCheckpoint(eager=eager)
         rows.createOrReplaceTempView(view_name)
         self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
         return True

@@ -27,6 +27,13 @@ class Run(Protocol):
         """The rows of a (small) query."""
         ...
 
+    def compute_and_fetch(
+        self, label: str, name: str, select: exp.Expression, statement: str
+    ) -> list[tuple]:
+        """Compute `select` into `name` and fetch `statement`, which reads all its rows, in
+        one pass."""
+        ...
+
     def state_types(self) -> dict[str, str]:
         """The state table's column types, by lower-case name."""
         ...

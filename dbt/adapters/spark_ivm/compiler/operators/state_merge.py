@@ -215,9 +215,8 @@ def prepare(
 ) -> Prepared:
     """The delta table, the recomputed groups and the MERGE that folds them in."""
     select = delta_table_select(plan, compacted, names.state)
-    run.compute_scratch("delta", names.delta, select)
+    stats = run.compute_and_fetch("delta", names.delta, select, stats_sql(names.delta))[0]
     keys = (names.delta, list(plan.key_columns))
-    stats = run.fetch("stats", stats_sql(names.delta))[0]
     inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
     run.checkpoint("delta")
     if not (inserted or updated or deleted):

@@ -38,9 +38,10 @@ class ScratchWriter(Protocol):
     """An executor that can compute a scratch relation into a temp view whose plan is its
     computed rows, not its query (the session method; `render.create_scratch_sql`)."""
 
-    def scratch_view(self, select: str, view_name: str) -> bool:
-        """Compute `select` now and expose its rows as `view_name`; False when this
-        connection cannot (then `CACHE TABLE .. AS` is used)."""
+    def scratch_view(self, select: str, view_name: str, eager: bool = True) -> bool:
+        """Expose the rows of `select` as `view_name`, computed now (`eager`) or by the
+        first statement that reads them, once; False when this connection cannot (then
+        `CACHE TABLE .. AS` is used)."""
         ...
 
     def release_scratch_view(self, view_name: str) -> None:

@@ -144,8 +144,7 @@ def write_logs(
                 )
         if relation in filters:
             select = selection.filtered_log(select, filters[relation])
-        session.compute_scratch(f"log {relation}", log_table, select)
-        n = session.count_rows("count", log_table)
+        n = session.compute_counted(f"log {relation}", log_table, select)
         counts[relation] = n
         if n:
             logs[relation] = log_table

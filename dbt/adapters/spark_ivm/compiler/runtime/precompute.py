@@ -66,6 +66,5 @@ def precompute(
     read_by_name(delta, renamed)
     for n, bracket in enumerate(factored.brackets(delta)):
         name = target.bracket(n)
-        session.compute_scratch("bracket", name, bracket.this)
-        rows = session.count_rows("bracket", name)
+        rows = session.compute_counted("bracket", name, bracket.this)
         factored.with_bracket_read_from(bracket, table(name), rows)

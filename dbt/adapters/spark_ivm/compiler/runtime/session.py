@@ -126,20 +126,33 @@ class Session:
         failpoints.checkpoint(self.model, step)
 
     # -- scratch relations ----------------------------------------------------------------
-    def compute_scratch(self, label: str, name: str, select: exp.Expression) -> None:
-        """Compute a scratch relation (see `render.create_scratch_sql`)."""
+    def compute_scratch(
+        self, label: str, name: str, select: exp.Expression, eager: bool = True
+    ) -> None:
+        """Compute a scratch relation (see `render.create_scratch_sql`); not `eager`: the
+        first statement that reads it computes its rows."""
         self.scratch.append(name)
         if isinstance(self.executor, ScratchWriter):
             start = time.monotonic()
-            if self.executor.scratch_view(sql(select), name):
+            if self.executor.scratch_view(sql(select), name, eager):
                 self.timings.append((label, time.monotonic() - start))
                 return
-        for statement in render.create_scratch_sql(name, select):
+        for statement in render.create_scratch_sql(name, select, lazy=not eager):
             self.run(label, statement)
 
-    def count_rows(self, label: str, name: str) -> int:
-        """The rows of a computed scratch relation (one small job over its rows)."""
-        return int(self.fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
+    def compute_and_fetch(
+        self, label: str, name: str, select: exp.Expression, statement: str
+    ) -> list[tuple]:
+        """Compute a scratch relation and fetch `statement`, a query that reads all its rows
+        (a count, the delta's stats): that query computes and keeps them as it reads them,
+        one Spark job where computing first and reading after took two."""
+        self.compute_scratch(label, name, select, eager=False)
+        return self.fetch(label, statement)
+
+    def compute_counted(self, label: str, name: str, select: exp.Expression) -> int:
+        """Compute a scratch relation; its number of rows (counted as it is computed)."""
+        count = f"SELECT COUNT(*) FROM {sql(table(name))}"
+        return int(self.compute_and_fetch(label, name, select, count)[0][0])
 
     def drop_scratch(self) -> None:
         """Release the run's scratch relations (also after a failure: they hold memory)."""
