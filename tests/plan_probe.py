@@ -139,7 +139,9 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
 
     def execute(self: Any, statement: str) -> None:
         head = statement.lstrip().upper()
-        if _JOINING in head and head.startswith(("MERGE", "INSERT", "CACHE TABLE", "CACHE LAZY", "CREATE")):
+        if _JOINING in head and head.startswith(
+            ("MERGE", "INSERT", "CACHE TABLE", "CACHE LAZY", "CREATE")
+        ):
             keep(self, statement, plan_of_statement(spark, statement))
         original["execute"](self, statement)
 

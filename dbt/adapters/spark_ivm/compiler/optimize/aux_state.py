@@ -92,9 +92,9 @@ def exact_sum_type(arg_type: str | None) -> str | None:
     return f"decimal({dec[0] + 10},{dec[1]})"
 
 
-def split(the_plan: Plan) -> AuxSplit | Refusal:
+def split(plan: Plan) -> AuxSplit | Refusal:
     """The auxiliary split of a planned model, or the reason there is none."""
-    query = the_plan.query
+    query = plan.query
     if not query.is_aggregate or query.distinct:
         return Refusal("not an aggregate")
     if len(query.inputs) < 2 or any(s.kind is not JoinKind.INNER for s in query.steps):
@@ -157,11 +157,9 @@ def split(the_plan: Plan) -> AuxSplit | Refusal:
             return Refusal(f"the aggregate {sql(agg.call)} has no partial form")
         if agg.arg is not None and not (aliases(agg.arg) and aliases(agg.arg) <= fact_aliases):
             return Refusal(f"the aggregate {sql(agg.call)} reads {dim.alias}")
-        sum_type = exact_sum_type(the_plan.arg_types[i]) if agg.kind is AggKind.SUM else None
+        sum_type = exact_sum_type(plan.arg_types[i]) if agg.kind is AggKind.SUM else None
         if agg.kind is AggKind.SUM and sum_type is None:
-            return Refusal(
-                f"the sum {sql(agg.call)} of {the_plan.arg_types[i]} is not exact in parts"
-            )
+            return Refusal(f"the sum {sql(agg.call)} of {plan.arg_types[i]} is not exact in parts")
         name = f"aux_x{len(partials)}"
         partials.append(exp.alias_(agg.call.copy(), name))
         combined: exp.Expression = exp.func(combine, col(name, AUX_ALIAS))
@@ -204,7 +202,7 @@ def split(the_plan: Plan) -> AuxSplit | Refusal:
 
     outputs = [
         exp.alias_(rewrite(o.this if isinstance(o, exp.Alias) else o), name, quoted=True)
-        for o, name in zip(query.outputs, the_plan.output_names)
+        for o, name in zip(query.outputs, plan.output_names)
     ]
     on = conj(
         [

@@ -492,8 +492,8 @@ class ChainMaintainer:
                     rebuilt = rebuilt or f"its sub-query state {target.view} was rebuilt"
                 elif stage.committed:
                     handoff[target.state] = Handoff(keys=stage.changed_keys)
-                the_plan = stage.last_plan or stage.plan_state(default_db)
-                stages.read_state(sub, render.view_select(the_plan, target.state))
+                plan = stage.last_plan or stage.plan_state(default_db)
+                stages.read_state(sub, render.view_select(plan, target.state))
                 timings += [(f"s{index} {label}", s) for label, s in first.timings]
                 summaries.append(f"state {target.view}: {first.summary}")
             top = self.maintainer(

@@ -81,31 +81,31 @@ def _first_line(doc: str | None) -> str:
     return " ".join(line.strip() for line in paragraph.splitlines())
 
 
-def plan_lines(the_plan: Plan) -> list[str]:
+def plan_lines(plan: Plan) -> list[str]:
     """The operators of one planned state, one line each (pure).
 
     >>> # select k, sum(x) s from db.t group by k
     >>> # -> ['input t = db.t', 'operator: aggregate by t.k, one state row per group',
     >>> #     '  sum(t.x): sums, sum(x): sum\\' = sum + sum(w * x), ...']
     """
-    query = the_plan.query
-    if the_plan.branches:
+    query = plan.query
+    if plan.branches:
         kind = (query.set_op or "union").upper() + ("" if query.distinct else " ALL")
         if query.set_op is None:
-            shape = _SHAPES[the_plan.shape]
+            shape = _SHAPES[plan.shape]
         else:
             shown = (
-                f"{sql(the_plan.copies)} times"
-                if the_plan.copies is not None
-                else f"while {sql(the_plan.having)}"
+                f"{sql(plan.copies)} times"
+                if plan.copies is not None
+                else f"while {sql(plan.having)}"
             )
             shape = (
                 "one state row per distinct row with its count and its left operand's count "
-                f"{sql(the_plan.rules[0].visible())}, shown {shown}"
+                f"{sql(plan.rules[0].visible())}, shown {shown}"
             )
-        out = [f"operator: {kind} of {len(the_plan.branches)} branches, {shape}"]
+        out = [f"operator: {kind} of {len(plan.branches)} branches, {shape}"]
         out.append("  delta: the sum of the branches' deltas, one MERGE")
-        for i, branch in enumerate(the_plan.branches):
+        for i, branch in enumerate(plan.branches):
             side = ""
             if query.set_op is not None:
                 side = " (left operand)" if i < query.left_branches else " (right operand)"
@@ -123,24 +123,24 @@ def plan_lines(the_plan: Plan) -> list[str]:
         )
     if query.where is not None:
         out.append(f"where: {sql(query.where)} (applied to every delta)")
-    keys = ", ".join(sql(k) for k in the_plan.keys) if the_plan.keys else "(no GROUP BY)"
-    if the_plan.shape is Shape.AGGREGATE:
-        out.append(f"operator: aggregate by {keys}, {_SHAPES[the_plan.shape]}")
-    elif the_plan.shape is Shape.WINDOW:
-        keys = keys if the_plan.keys else "(no shared PARTITION BY: the whole result)"
-        out.append(f"operator: window, partitions by {keys}, {_SHAPES[the_plan.shape]}")
+    keys = ", ".join(sql(k) for k in plan.keys) if plan.keys else "(no GROUP BY)"
+    if plan.shape is Shape.AGGREGATE:
+        out.append(f"operator: aggregate by {keys}, {_SHAPES[plan.shape]}")
+    elif plan.shape is Shape.WINDOW:
+        keys = keys if plan.keys else "(no shared PARTITION BY: the whole result)"
+        out.append(f"operator: window, partitions by {keys}, {_SHAPES[plan.shape]}")
         for output in query.outputs:
             out.extend(f"  {sql(w)}" for w in output.find_all(exp.Window))
     else:
-        out.append(f"operator: {the_plan.shape.value}, {_SHAPES[the_plan.shape]}")
-    for rule in the_plan.rules:
+        out.append(f"operator: {plan.shape.value}, {_SHAPES[plan.shape]}")
+    for rule in plan.rules:
         kind = type(rule).__module__.rsplit(".", 1)[-1]
         helpers = ", ".join(rule.state_columns())
         out.append(
             f"  {sql(rule.agg.call)}: {kind}, {_first_line(type(rule).__doc__)}"
             + (f" [state columns {helpers}]" if helpers else "")
         )
-    if the_plan.having is not None:
+    if plan.having is not None:
         out.append(f"having: {sql(query.having)} (computed by the view from the state)")
     for link in key_links(query):
         mine, other = query.inputs[link.delta], query.inputs[link.other]
@@ -210,7 +210,7 @@ class Explainer:
             return None
         return int(found[0][0])
 
-    def _state(self, title: str, maintainer: Maintainer, the_plan: Plan | None) -> None:
+    def _state(self, title: str, maintainer: Maintainer, plan: Plan | None) -> None:
         """One state: its table's rows, its inputs' watermarks, its operators."""
         target: Target = maintainer.target
         rows = self._rows(target.state)
@@ -235,10 +235,10 @@ class Explainer:
             for line in run_lines(runs):
                 self._say(line, 3)
             self._next_run(maintainer, meta, heads, runs)
-        if the_plan is None:
+        if plan is None:
             self._say("planned at its first run, once the states it reads exist", 2)
             return
-        for line in plan_lines(the_plan):
+        for line in plan_lines(plan):
             self._say(line, 2)
 
     def _next_run(
@@ -276,11 +276,11 @@ class Explainer:
     def _flat(self) -> None:
         chain = self.chain
         top = chain.maintainer()
-        the_plan = self._planned(top)
-        self._state("state", top, the_plan)
-        if the_plan is None:
+        plan = self._planned(top)
+        self._state("state", top, plan)
+        if plan is None:
             return
-        found = aux_state.split(the_plan)
+        found = aux_state.split(plan)
         kept = f"not kept (ivm_aux_states={chain.mode})"
         if isinstance(found, Refusal):
             self._say(f"auxiliary state: {kept}; not possible: {found}", 2)
@@ -313,11 +313,11 @@ class Explainer:
                 model=f"{chain.model}__ivm_s{index}", compiled_sql=sql(sub.this),
                 target=target, existing="view",
             )  # fmt: skip
-            the_plan = self._planned(stage)
-            self._state(f"sub-query state s{index}", stage, the_plan)
-            if the_plan is None:
+            plan = self._planned(stage)
+            self._state(f"sub-query state s{index}", stage, plan)
+            if plan is None:
                 return
-            stages.read_state(sub, render.view_select(the_plan, target.state))
+            stages.read_state(sub, render.view_select(plan, target.state))
             index += 1
         top = chain.maintainer(compiled_sql=sql(tree))
         self._state("state (over its sub-query states)", top, self._planned(top))

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dbt.adapters.spark_ivm.compiler.operators.prepare import Prepared
 
 #: The reason of a build that found no state.
 FIRST_RUN = "first run"
@@ -85,3 +89,40 @@ class Outcome:
         if self.mode in (Mode.SKIP, Mode.EMPTY):
             return False
         return self.mode is not Mode.REFRESH or self.rows is None or self.rows.affected > 0
+
+
+def refresh_summary(changes: str, prepared: Prepared | None, logged: bool) -> str:
+    """The refresh's log line: what changed, and what the commit did with it.
+
+    >>> from dbt.adapters.spark_ivm.compiler.operators.prepare import Prepared
+    >>> refresh_summary("db.t: 3 delta rows", Prepared("MERGE ..", ("d", ["k"]), 1, 1, 1), True)
+    'refreshed (db.t: 3 delta rows); state rows +1 ~1 -1'
+    >>> refresh_summary("db.t: 2 delta rows", Prepared(None, ("d", ["k"])), True)
+    'no MERGE: the changes do not affect the view (db.t: 2 delta rows)'
+    """
+    if prepared is not None and prepared.partitions:
+        return (
+            f"refreshed ({changes}); {prepared.partitions} window partitions recomputed into "
+            f"{prepared.partition_rows} rows"
+        )
+    if prepared is not None and (prepared.inserted or prepared.updated or prepared.deleted):
+        p = prepared
+        return f"refreshed ({changes}); state rows +{p.inserted} ~{p.updated} -{p.deleted}" + (
+            f", {p.recomputed} groups recomputed" if p.recomputed else ""
+        )
+    why = "no base table changed" if not logged else "the changes do not affect the view"
+    return f"no MERGE: {why} ({changes})"
+
+
+def refresh_rows(prepared: Prepared | None) -> StateRows:
+    """The state rows a refresh wrote (a window refresh rewrites its partitions' rows, counted
+    as inserted).
+
+    >>> from dbt.adapters.spark_ivm.compiler.operators.prepare import Prepared
+    >>> refresh_rows(Prepared("MERGE ..", ("d", ["p"]), partitions=2, partition_rows=7))
+    StateRows(inserted=7, updated=0, deleted=0)
+    """
+    if prepared is None:
+        return StateRows()
+    inserted = prepared.inserted + prepared.partition_rows
+    return StateRows(inserted, prepared.updated, prepared.deleted)

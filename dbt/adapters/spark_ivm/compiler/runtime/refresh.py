@@ -44,6 +44,8 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     Outcome,
     Rebuild,
     StateRows,
+    refresh_rows,
+    refresh_summary,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
@@ -62,14 +64,14 @@ __all__ = [
 ]
 
 
-def partition_columns(the_plan: Plan, layout: Layout, model: str) -> list[str]:
+def partition_columns(plan: Plan, layout: Layout, model: str) -> list[str]:
     """The state columns the model's `partition_by` names, by the result columns they hold;
     a column the state does not hold as it is, an error naming the ones it does."""
     out = []
     for wanted in layout.partition_columns:
-        found = the_plan.state_column_of(wanted)
+        found = plan.state_column_of(wanted)
         if found is None:
-            held = [n for n in the_plan.output_names if the_plan.state_column_of(n)]
+            held = [n for n in plan.output_names if plan.state_column_of(n)]
             raise IvmError(
                 f"ivm model '{model}': partition_by names {wanted!r}, which its state does not "
                 f"hold as a column; it can partition by {', '.join(held) or 'none of them'} "
@@ -164,22 +166,22 @@ class Maintainer:
             # Under every policy: the history is read only here, once a base changed.
             self.runs = self._history(meta)
             recorded = facts.recorded_facts(self.session, meta, heads)
-        the_plan = self.plan_state(default_db, recorded)
-        self.last_plan = the_plan
-        for note in the_plan.query.notes:
+        plan = self.plan_state(default_db, recorded)
+        self.last_plan = plan
+        for note in plan.query.notes:
             self.session.log(f"ivm model '{self.model}': {note}")
-        reason = self._rebuild_reason(meta, digest, the_plan)
+        reason = self._rebuild_reason(meta, digest, plan)
         in_place = False
         if reason is None:
             assert meta is not None
             try:
-                return self._refresh(the_plan, meta, digest, heads)
+                return self._refresh(plan, meta, digest, heads)
             except Rebuild as rebuild:
                 reason, in_place = rebuild.reason, rebuild.in_place
             finally:
                 if not self.keep_scratch:  # else the caller reads the delta table first
                     self.session.drop_scratch()
-        return self._build(the_plan, digest, reason, in_place)
+        return self._build(plan, digest, reason, in_place)
 
     def _history(self, meta: StateMeta) -> list[cost.Run]:
         """The state's recorded runs, the last one timed by the state's last commit and, a
@@ -211,7 +213,7 @@ class Maintainer:
         self.keep_scratch = False
         self.session.drop_scratch()
 
-    def _rebuild_reason(self, meta: StateMeta | None, digest: str, the_plan: Plan) -> str | None:
+    def _rebuild_reason(self, meta: StateMeta | None, digest: str, plan: Plan) -> str | None:
         if self.existing is None:
             return FIRST_RUN
         if self.full_refresh:
@@ -227,9 +229,9 @@ class Maintainer:
             return f"the existing {self.existing} {self.target.view} has no ivm state"
         if not meta.built_from(digest):
             return self.sql_changed_because or "the model SQL changed since its state was built"
-        if sorted(meta.watermarks) != sorted(the_plan.query.relations):
+        if sorted(meta.watermarks) != sorted(plan.query.relations):
             return "the model's base relations changed"
-        outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]
+        outputs = [list(c) for c in zip(plan.output_names, plan.output_types)]
         if meta.outputs != outputs:
             return f"the model's result columns changed: {meta.outputs} -> {outputs}"
         return None
@@ -262,11 +264,11 @@ class Maintainer:
         size = sum(c.bytes for c in changes)
         return cost.Run(cost.REFRESH, self.started_ms, None, size, inputs, snapshots=reflected)
 
-    def _build(self, the_plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
+    def _build(self, plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
         how = "rebuild in place" if in_place else "full build"
         self.session.log(f"ivm model '{self.model}': {how} ({reason})")
-        heads = self._pin(the_plan.query.relations)
-        read = the_plan.query.columns_read()
+        heads = self._pin(plan.query.relations)
+        read = plan.query.columns_read()
         bases = {
             r: base_tables.fingerprint(self.session.table_metadata(r, head), read[r], head.snapshot)
             for r, head in heads.items()
@@ -278,9 +280,9 @@ class Maintainer:
         inputs = cost.input_bytes(bases)
         mode = cost.REBUILD if in_place else cost.BUILD
         run = cost.Run(mode, self.started_ms, None, 0, inputs, snapshots=cost.reflecting(pinned))
-        meta = written(digest, the_plan, pinned, bases, cost.remembered(self.runs, run))
-        renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in the_plan.branch_queries]
-        select = operator_of(the_plan).initial_select(the_plan, renderers, meta)
+        meta = written(digest, plan, pinned, bases, cost.remembered(self.runs, run))
+        renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
+        select = operator_of(plan).initial_select(plan, renderers, meta)
         if in_place:
             # One commit: readers see the old rows until it, and a reader of this model's
             # delta log finds a commit with no entry and reads the version diff instead.
@@ -288,7 +290,7 @@ class Maintainer:
             self.session.run("build state", render.overwrite_state_sql(state, select))
         else:
             layout = self.session.layout
-            partitions = partition_columns(the_plan, layout, self.model)
+            partitions = partition_columns(plan, layout, self.model)
             for statement in render.create_state_sql(state, select, layout, partitions):
                 self.session.run("build state", statement)
             if self.publish:
@@ -306,7 +308,7 @@ class Maintainer:
         else:
             main_sql = view.create_view_sql(
                 self.target,
-                the_plan,
+                plan,
                 digest,
                 (self.user_sql or self.compiled_sql).strip(),
                 self.view_properties,
@@ -324,10 +326,10 @@ class Maintainer:
         )
 
     def _refresh(
-        self, the_plan: Plan, meta: StateMeta, digest: str, heads: dict[str, Head] | None
+        self, plan: Plan, meta: StateMeta, digest: str, heads: dict[str, Head] | None
     ) -> Outcome:
         """The incremental refresh; `Rebuild` with the reason when it cannot be done."""
-        query = the_plan.query
+        query = plan.query
         state = self.target.state
         watermarks = meta.watermarks
         if heads is None:
@@ -346,7 +348,7 @@ class Maintainer:
         def meta_row(inserted: int, updated: int, deleted: int) -> str:
             # The state rows are counted before the commit: the run records them in it.
             done = replace(run, rows=(inserted, updated, deleted))
-            return written(digest, the_plan, pinned, bases, cost.remembered(self.runs, done))
+            return written(digest, plan, pinned, bases, cost.remembered(self.runs, done))
 
         new_meta = meta_row(0, 0, 0)  # a commit of the metadata row alone
         prepared: Prepared | None = None
@@ -355,23 +357,23 @@ class Maintainer:
         found = captured.logs
         if found:
             versions = render.Versions(old=watermarks, new=pinned, logs=found, live=live)
-            branches = the_plan.branch_queries
+            branches = plan.branch_queries
             renderers = [
                 TermRenderer(q, render.leaf_at(q, versions), versions.changed(q)) for q in branches
             ]
             ranges = [logs.key_ranges(self.session, q, found, captured.counts) for q in branches]
-            operator = operator_of(the_plan)
+            operator = operator_of(plan)
             # Timed: the delta is rendered in Python (sqlglot), which is not free for long
             # outer-join chains.
             compacted = self.session.timed(
-                "render", lambda: operator.compacted_select(the_plan, renderers, ranges)
+                "render", lambda: operator.compacted_select(plan, renderers, ranges)
             )
             assert compacted is not None
             precompute(self.session, self.target, compacted, renderers)
             target = self.target
             names = Names(target.state, target.delta, target.recomputed)
             prepared = operator.prepare(
-                self.session, names, the_plan, renderers[0], compacted, meta_row
+                self.session, names, plan, renderers[0], compacted, meta_row
             )
             self.changed_keys = prepared.changed_keys
             statement = prepared.commit
@@ -392,31 +394,7 @@ class Maintainer:
             mode=Mode.REFRESH,
             reason="incremental",
             main_sql=view.kept_sql(self.target.view),
-            summary=_summary(changes, prepared, bool(found)),
+            summary=refresh_summary(changes, prepared, bool(found)),
             timings=self.session.timings,
-            rows=_state_rows(prepared),
+            rows=refresh_rows(prepared),
         )
-
-
-def _summary(changes: str, prepared: Prepared | None, logged: bool) -> str:
-    """The refresh's log line: what changed, and what the commit did with it."""
-    if prepared is not None and prepared.partitions:
-        return (
-            f"refreshed ({changes}); {prepared.partitions} window partitions recomputed into "
-            f"{prepared.partition_rows} rows"
-        )
-    if prepared is not None and (prepared.inserted or prepared.updated or prepared.deleted):
-        p = prepared
-        return f"refreshed ({changes}); state rows +{p.inserted} ~{p.updated} -{p.deleted}" + (
-            f", {p.recomputed} groups recomputed" if p.recomputed else ""
-        )
-    why = "no base table changed" if not logged else "the changes do not affect the view"
-    return f"no MERGE: {why} ({changes})"
-
-
-def _state_rows(prepared: Prepared | None) -> StateRows:
-    """The state rows a refresh wrote (a window refresh rewrites its partitions' rows)."""
-    if prepared is None:
-        return StateRows()
-    inserted = prepared.inserted + prepared.partition_rows
-    return StateRows(inserted, prepared.updated, prepared.deleted)

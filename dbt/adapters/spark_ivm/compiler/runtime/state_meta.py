@@ -122,7 +122,7 @@ class StateMeta:
 
 def written(
     digest: str,
-    the_plan: Plan,
+    plan: Plan,
     watermarks: dict[str, int | None],
     bases: dict,
     runs: list[dict[str, Any]],
@@ -130,7 +130,7 @@ def written(
     """The metadata row a build or refresh commits: the SQL's digest, the watermarks, what
     it trusts of each base, the result columns, the planning facts and the state's last runs
     (`cost.py`)."""
-    outputs = [list(c) for c in zip(the_plan.output_names, the_plan.output_types)]
+    outputs = [list(c) for c in zip(plan.output_names, plan.output_types)]
     return json.dumps(
         {
             "runs": runs,
@@ -140,11 +140,10 @@ def written(
             "outputs": outputs,
             "facts": {
                 "schemas": {
-                    r: [list(c) for c in the_plan.query.columns_of(r)]
-                    for r in the_plan.query.relations
+                    r: [list(c) for c in plan.query.columns_of(r)] for r in plan.query.relations
                 },
                 "outputs": outputs,
-                "arg_types": the_plan.arg_types,
+                "arg_types": plan.arg_types,
             },
         },
         sort_keys=True,

@@ -191,16 +191,16 @@ def kept_sql(view: str) -> str:
     return f"SELECT * FROM {sql(table(view))} LIMIT 0"
 
 
-def view_select(the_plan: Plan, state: str, top: TopK | None = None) -> str:
+def view_select(plan: Plan, state: str, top: TopK | None = None) -> str:
     """The view's query: the state's data rows as the model's result (its ORDER BY .. LIMIT
     applied where the model has one, `top_k.py`)."""
-    select = render.view_select(the_plan, state)
+    select = render.view_select(plan, state)
     return top.limited(select) if top is not None else select
 
 
 def create_view_sql(
     target: Target,
-    the_plan: Plan,
+    plan: Plan,
     digest: str,
     model_sql: str,
     properties: Mapping[str, str],
@@ -216,5 +216,5 @@ def create_view_sql(
         MODEL_SQL: model_sql,
         **properties,
     }
-    clauses = docs.clauses(the_plan.output_names) if docs is not None else ""
-    return _create_view(target.view, clauses, props, view_select(the_plan, target.state, top))
+    clauses = docs.clauses(plan.output_names) if docs is not None else ""
+    return _create_view(target.view, clauses, props, view_select(plan, target.state, top))
