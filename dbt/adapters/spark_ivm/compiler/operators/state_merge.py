@@ -31,6 +31,7 @@ from dbt.adapters.spark_ivm.compiler.render import (
     recompute_select,
     typed,
 )
+from dbt.adapters.spark_ivm.compiler.sql.merge import When, merge_into
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
     col,
     null_safe_match,
@@ -179,20 +180,17 @@ def merge_sql(
         template(":a = :b", a=col(ROW, "s"), b=col(ROW, "d")),
         null_safe_match([col(k, "s") for k in keys], [col(k, "d") for k in keys]),
     )
-    parts = [
-        f"MERGE INTO {sql(table(state))} AS s USING ({sql(using)}) AS d ON {sql(match)}",
-        f"WHEN MATCHED AND d.{ROW} = 1 THEN UPDATE SET {META} = d.{META}",
-    ]
+    whens = [When.matched(f"UPDATE SET {META} = d.{META}", f"d.{ROW} = 1")]
     if plan.grouped:
-        parts.append(f"WHEN MATCHED AND d.{NEW_COUNT} = 0 THEN DELETE")
-    parts.append(f"WHEN MATCHED THEN UPDATE SET {set_list}")
+        whens.append(When.matched("DELETE", f"d.{NEW_COUNT} = 0"))
+    whens.append(When.matched(f"UPDATE SET {set_list}"))
     if plan.grouped:
         cols = ", ".join(sql(col(c)) for c in inserts)
         values = ", ".join(sql(typed(v, c, types)) for c, v in inserts.items())
-        parts.append(
-            f"WHEN NOT MATCHED AND d.{ROW} = 0 AND d.{COUNT} > 0 THEN INSERT ({cols}) VALUES ({values})"
+        whens.append(
+            When.not_matched(f"INSERT ({cols}) VALUES ({values})", f"d.{ROW} = 0 AND d.{COUNT} > 0")
         )
-    return " ".join(parts)
+    return merge_into(state, using, match, whens)
 
 
 def stats_sql(delta: str) -> str:

@@ -38,6 +38,7 @@ from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Pr
 from dbt.adapters.spark_ivm.compiler.plan import Plan, output_column
 from dbt.adapters.spark_ivm.compiler.render import META, ROW, full_term, with_meta_row
 from dbt.adapters.spark_ivm.compiler.render import typed as typed_as
+from dbt.adapters.spark_ivm.compiler.sql.merge import When, merge_into
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, null_safe_match, sql, table, text
 
 TAG = "__ivm_tag"  # MERGE source rows: 'i' a recomputed row, 'd' an affected key, 'm' metadata
@@ -220,14 +221,12 @@ def merge_sql(
     )
     names = ", ".join(sql(col(c)) for c in [ROW, META, *columns])
     values = ", ".join(sql(col(c, "d")) for c in [ROW, META, *columns])
-    return " ".join(
-        [
-            f"MERGE INTO {sql(table(state))} AS s USING ({sql(using)}) AS d ON {sql(match)}",
-            f"WHEN MATCHED AND d.{TAG} = 'm' THEN UPDATE SET {META} = d.{META}",
-            "WHEN MATCHED THEN DELETE",
-            f"WHEN NOT MATCHED AND d.{TAG} = 'i' THEN INSERT ({names}) VALUES ({values})",
-        ]
-    )
+    whens = [
+        When.matched(f"UPDATE SET {META} = d.{META}", f"d.{TAG} = 'm'"),
+        When.matched("DELETE"),
+        When.not_matched(f"INSERT ({names}) VALUES ({values})", f"d.{TAG} = 'i'"),
+    ]
+    return merge_into(state, using, match, whens)
 
 
 def prepare(
