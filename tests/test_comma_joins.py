@@ -117,11 +117,20 @@ def test_an_inner_join_after_a_left_join_keeps_its_place_too():
 
 
 def test_chains_with_a_right_join_or_only_explicit_joins_are_left_as_written():
+    """A RIGHT JOIN pads the comma join before it: its predicate stays in the WHERE. (With
+    `p_partkey = l_partkey`, which rejects the padded rows, the RIGHT JOIN is inner and the
+    predicate is placed: `null_rejection.py`.)"""
     right = (
         "select l_price from part, lineitem right join supplier on s_suppkey = l_suppkey "
-        "where p_partkey = l_partkey"
+        "where (p_partkey = l_partkey or s_suppkey is null)"
     )
-    assert next(on for _, _, on in _steps(right)) == "TRUE"
+    assert _steps(right)[0] == ("inner", "lineitem", "TRUE")
+    assert _steps(
+        right.replace("(p_partkey = l_partkey or s_suppkey is null)", "p_partkey = l_partkey")
+    ) == [
+        ("inner", "lineitem", "part.p_partkey = lineitem.l_partkey"),
+        ("inner", "supplier", "supplier.s_suppkey = lineitem.l_suppkey"),
+    ]
     explicit = (
         "select l_price from part join supplier on p_size = s_nationkey "
         "join lineitem on l_suppkey = s_suppkey where p_partkey = l_partkey"

@@ -250,6 +250,30 @@ def test_a_left_join_whose_padded_rows_the_where_drops_is_an_inner_join(where: s
     assert steps[0][0] == kind
 
 
+@pytest.mark.parametrize(
+    ("join", "where", "kind"),
+    [
+        ("full", "b.y > 3", "right"),  # the left-preserved rows (b padded) go
+        ("full", "a.x > 3", "left"),  # the right-preserved rows (a padded) go
+        ("full", "a.x > 3 AND b.y > 3", "inner"),
+        ("full", "a.x > 3 OR b.y > 3", "full"),  # each disjunct keeps one padding
+        ("right", "a.x > 3", "inner"),  # its padded rows have a NULL
+        ("right", "b.y > 3", "right"),  # b is never padded by it
+        ("right", "a.x IS NULL", "right"),
+    ],
+)
+def test_a_full_or_right_join_drops_the_padding_the_where_rejects(join: str, where: str, kind: str):
+    _, steps, _ = _shape(f"select a.k, b.y from t a {join} join u b on a.k = b.k where {where}")
+    assert steps[0][0] == kind
+
+
+def test_a_right_join_is_inner_when_the_where_rejects_any_input_before_it():
+    _, steps, _ = _shape(
+        "select a.k, c.z from t a join u b on a.k = b.k right join v c on c.k = a.k where b.y > 0"
+    )
+    assert [s[0] for s in steps] == ["inner", "inner"]
+
+
 def test_exists_and_scalar_comparisons_join_their_states_inner_not_exists_left():
     from dbt.adapters.spark_ivm.compiler.frontend import stages
 

@@ -527,6 +527,31 @@ FAMILIES: list[Family] = [
         group by c.segment, o.status
         """,
     ),
+    # a FULL JOIN whose WHERE rejects one side's padding pads the other only (RIGHT here),
+    # a RIGHT JOIN whose WHERE rejects an input before it is inner (`null_rejection.py`)
+    Family(
+        "full_join_where_one_side",
+        (CUSTOMERS, ORDERS, NATIONS),
+        """
+        select c.segment, o.status, n.nname, count(*) as n, sum(o.qty) as qty
+        from {{ source('base', 'customers') }} c
+        full join {{ source('base', 'orders') }} o on o.cust = c.cid
+        right join {{ source('base', 'nations') }} n on n.nid = c.nation
+        where o.qty > 0 and (c.credit > 10 or n.region = 'r2')
+        group by c.segment, o.status, n.nname
+        """,
+    ),
+    # ... and a disjunction over both sides keeps both paddings
+    Family(
+        "full_join_where_kept",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.cid, c.credit, o.oid, o.qty
+        from {{ source('base', 'customers') }} c
+        full join {{ source('base', 'orders') }} o on o.cust = c.cid
+        where o.qty > 1 or c.credit > 10
+        """,
+    ),
     # --- dbt-style CTEs: filtered inputs joined, a CTE used twice, bracketed joins -------------
     Family(
         "cte_filtered_joins",

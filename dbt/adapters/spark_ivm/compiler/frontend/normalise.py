@@ -40,7 +40,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend.comma_joins import place_join_predicates
-from dbt.adapters.spark_ivm.compiler.frontend.null_rejection import inner_joins_where_rejected
+from dbt.adapters.spark_ivm.compiler.frontend.null_rejection import simplify_outer_joins
 
 DIALECT = "spark"
 
@@ -260,6 +260,6 @@ def normalise(
             model, "a column or name that cannot be resolved", str(e)
         ) from e
     for select in tree.find_all(exp.Select):
-        inner_joins_where_rejected(select)
+        simplify_outer_joins(select)
         place_join_predicates(select)
     return tree

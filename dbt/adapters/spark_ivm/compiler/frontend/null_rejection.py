@@ -1,4 +1,4 @@
-"""null_rejection: a LEFT JOIN whose padded rows the WHERE removes is an inner join.
+"""null_rejection: an outer join whose padded rows the WHERE removes pads less.
 
     SELECT .. FROM l LEFT JOIN s ON c WHERE w  ==  SELECT .. FROM l JOIN s ON c WHERE w
 
@@ -6,21 +6,26 @@ when one conjunct of `w` is never TRUE while every column of `s` is NULL (it rej
 NULLs of `s`): the LEFT JOIN adds to the inner join only rows whose `s` columns are all
 NULL, and every row built from one (by later joins too) still has them NULL, so `w` drops
 it. The same holds when the padded row matched or failed to match a later input: whatever
-that input's rows are joined to, `s` stays NULL in them. An inner join needs no padded-row
-terms (`outer_join.py`), so its refresh reads no affected keys and no anti joins: the
-sub-query rewrites (`scalar.py`, `inequality.py`) write LEFT JOINs to their states and a
-WHERE that often rejects a missing state row (EXISTS, a comparison with a scalar), and a
-hand-written `LEFT JOIN b .. WHERE b.x > 0` is the same case.
+that input's rows are joined to, `s` stays NULL in them. Mirrored, a RIGHT JOIN whose WHERE
+rejects NULLs of any input before it (its padded rows have them all NULL) is inner, and a
+FULL JOIN drops each padding the WHERE rejects: LEFT when it rejects the right input, RIGHT
+when one before it, inner when both.
+
+An inner join needs no padded-row terms (`outer_join.py`), so its refresh reads no affected
+keys and no anti joins: the sub-query rewrites (`scalar.py`, `inequality.py`) write LEFT
+JOINs to their states and a WHERE that often rejects a missing state row (EXISTS, a
+comparison with a scalar), and a hand-written `LEFT JOIN b .. WHERE b.x > 0` is the same
+case.
 
 Rejection is proven, never guessed: a comparison, arithmetic, CAST, CASE whose results are
 all such expressions (`strict`: NULL when `s` is), conjunctions of which one rejects,
 disjunctions and COALESCEs of which all do, `IS NOT NULL` of such an expression. Anything
-else (a function not listed, IS NULL, `<=>`) keeps the LEFT JOIN.
+else (a function not listed, IS NULL, `<=>`) keeps the padding.
 
 >>> import sqlglot
 >>> def simplified(text):
 ...     select = sqlglot.parse_one(text, read="spark")
-...     inner_joins_where_rejected(select)
+...     simplify_outer_joins(select)
 ...     return select.sql(dialect="spark")
 >>> simplified("SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE l.x < 0.5 * s.v + 1")
 'SELECT * FROM l JOIN s ON s.k = l.k WHERE l.x < 0.5 * s.v + 1'
@@ -32,6 +37,10 @@ else (a function not listed, IS NULL, `<=>`) keeps the LEFT JOIN.
 'SELECT * FROM l JOIN s ON s.k = l.k WHERE NOT s.v IS NULL'
 >>> simplified("SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE s.v > 0 OR l.x > 0")
 'SELECT * FROM l LEFT JOIN s ON s.k = l.k WHERE s.v > 0 OR l.x > 0'
+>>> simplified("SELECT * FROM l FULL JOIN s ON s.k = l.k WHERE s.v > 0")
+'SELECT * FROM l RIGHT JOIN s ON s.k = l.k WHERE s.v > 0'
+>>> simplified("SELECT * FROM l JOIN m ON m.k = l.k RIGHT JOIN s ON s.k = l.k WHERE m.v > 0")
+'SELECT * FROM l JOIN m ON m.k = l.k JOIN s ON s.k = l.k WHERE m.v > 0'
 """
 
 from __future__ import annotations
@@ -92,15 +101,31 @@ def rejects(condition: exp.Expression, alias: str) -> bool:
     return strict(condition, alias)
 
 
-def inner_joins_where_rejected(select: exp.Select) -> None:
-    """Turn each LEFT JOIN of `select` whose input the WHERE rejects NULLs of into an inner
-    join (in place)."""
+def simplify_outer_joins(select: exp.Select) -> None:
+    """Drop from each outer join of `select` the padding the WHERE rejects (in place): a
+    LEFT JOIN whose right input the WHERE rejects NULLs of becomes inner; a RIGHT JOIN one
+    of whose inputs before it is rejected, inner; a FULL JOIN, LEFT, RIGHT or inner."""
     where = select.args.get("where")
-    if where is None:
+    source = select.args.get("from_")
+    if where is None or source is None:
         return
+    before = [source.this.alias_or_name]
     for join in select.args.get("joins") or []:
-        if (join.side or "").upper() != "LEFT" or (join.kind or "").upper() not in ("", "OUTER"):
-            continue  # LEFT SEMI / ANTI keep their meaning
-        if join.alias_or_name and rejects(where.this, join.alias_or_name):
-            join.set("side", None)
-            join.set("kind", None)
+        alias = join.alias_or_name
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if side in ("LEFT", "RIGHT", "FULL") and kind in ("", "OUTER"):  # not SEMI / ANTI
+            pads_right = side in ("LEFT", "FULL") and not (alias and rejects(where.this, alias))
+            pads_left = side in ("RIGHT", "FULL") and not any(
+                a and rejects(where.this, a) for a in before
+            )
+            if pads_left or pads_right:
+                join.set("side", "FULL" if pads_left and pads_right else side_of(pads_right))
+            else:
+                join.set("side", None)
+                join.set("kind", None)
+        before.append(alias)
+
+
+def side_of(pads_right: bool) -> str:
+    """The side of a join that pads only one of its inputs: LEFT pads the right one."""
+    return "LEFT" if pads_right else "RIGHT"
