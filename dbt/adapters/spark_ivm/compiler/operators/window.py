@@ -242,10 +242,12 @@ def prepare(
     run.compute_scratch("delta", names.delta, affected_select(plan, compacted))
     keys = (names.delta, list(plan.key_columns))
     run.checkpoint("delta")
-    run.compute_scratch(
-        "recompute", names.recomputed, recompute_select(plan, renderer, names.delta)
-    )
-    stats = run.fetch("stats", stats_sql(names.delta, names.recomputed))[0]
+    stats = run.compute_and_fetch(
+        "recompute",
+        names.recomputed,
+        recompute_select(plan, renderer, names.delta),
+        stats_sql(names.delta, names.recomputed),
+    )[0]
     partitions, rows = (int(x or 0) for x in stats)
     run.checkpoint("recompute")
     if not partitions:

@@ -61,7 +61,8 @@ def precompute(
     renamed: dict[str, str] = {}
     for placeholder, body in shared_order(delta, renderers):
         name = target.keys(len(renamed))
-        session.compute_scratch("keys", name, read_by_name(body.copy(), renamed))
+        # Computed by the first statement that reads them (the delta, or a later key set).
+        session.compute_scratch("keys", name, read_by_name(body.copy(), renamed), eager=False)
         renamed[placeholder] = name
     read_by_name(delta, renamed)
     for n, bracket in enumerate(factored.brackets(delta)):
