@@ -251,7 +251,7 @@ def compacted_delta_select(
     return select.having(template("SUM(:w) <> 0", w=col(WEIGHT)), copy=False)
 
 
-def create_scratch_sql(name: str, select: exp.Expression, lazy: bool = False) -> list[str]:
+def create_scratch_sql(name: str, select: exp.Expression, eager: bool = True) -> list[str]:
     """(Re)create a refresh-scoped relation (a log, the delta, the recomputed groups) as a
     cached session view.
 
@@ -264,12 +264,12 @@ def create_scratch_sql(name: str, select: exp.Expression, lazy: bool = False) ->
     parses and analyses that query again before it finds the cached rows; with a local Spark
     the session method computes scratch relations as local checkpoints instead
     (`connection_executor.ConnectionExecutor.scratch_view`), whose plan is their rows.
-    `lazy`: the first statement that reads the view computes the rows (`CACHE LAZY TABLE`).
+    Not `eager`: the first statement that reads the view computes the rows (`CACHE LAZY TABLE`).
 
-    >>> create_scratch_sql("__ivm_log_0", exp.select("1"), lazy=True)[1]
+    >>> create_scratch_sql("__ivm_log_0", exp.select("1"), eager=False)[1]
     'CACHE LAZY TABLE `__ivm_log_0` AS SELECT 1'
     """
-    cache = "CACHE LAZY TABLE" if lazy else "CACHE TABLE"
+    cache = "CACHE TABLE" if eager else "CACHE LAZY TABLE"
     return [drop_scratch_sql(name), f"{cache} {sql(table(name))} AS {sql(select)}"]
 
 

@@ -137,7 +137,7 @@ class Session:
             if self.executor.scratch_view(sql(select), name, eager):
                 self.timings.append((label, time.monotonic() - start))
                 return
-        for statement in render.create_scratch_sql(name, select, lazy=not eager):
+        for statement in render.create_scratch_sql(name, select, eager):
             self.run(label, statement)
 
     def compute_and_fetch(
