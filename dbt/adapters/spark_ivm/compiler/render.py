@@ -201,6 +201,20 @@ def create_state_sql(
     return [drop_state_sql(state), f"{create} AS {sql(select)}"]
 
 
+def replace_state_sql(
+    state: str, select: exp.Expression, layout: Layout = NO_LAYOUT, partitions: Sequence[str] = ()
+) -> str:
+    """Replace a state table by a new one, columns and all, in one Iceberg commit (`CREATE OR
+    REPLACE TABLE .. AS`): readers see the old table until the new one is complete.
+
+    A metastore that refuses to change a column's type in place
+    (`hive.metastore.disallow.incompatible.col.type.changes`) refuses this where the columns
+    change; the build then drops and creates the state (`create_state_sql`).
+    """
+    create = layout.create_sql(state, STATE_PROPERTIES, partitions, replace=True)
+    return f"{create} AS {sql(select)}"
+
+
 def overwrite_state_sql(state: str, select: exp.Expression) -> str:
     """Replace every row of a state whose columns are the ones `select` gives (the same plan
     over the same inputs) in one Iceberg commit: readers see the old rows or the new."""

@@ -396,6 +396,8 @@ class ChainMaintainer:
             handoff = {}
             if first.mode is Mode.REFRESH and aux.committed:
                 handoff[target.state] = Handoff(keys=aux.changed_keys)
+            if first.new_history and exists:
+                reason = reason or f"its auxiliary state {target.view} was rebuilt"
             top = self.maintainer(
                 compiled_sql=top_sql,
                 user_sql=self.user_sql,
@@ -485,10 +487,10 @@ class ChainMaintainer:
                 done.append(stage)
                 first = stage.run()
                 if first.creates_view:
-                    # (rebuilt in place: its readers read the overwrite as its change)
                     if exists:
                         self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                     self.executor.execute(first.main_sql)
+                if first.new_history:  # (rebuilt in place: readers read the overwrite)
                     rebuilt = rebuilt or f"its sub-query state {target.view} was rebuilt"
                 elif stage.committed:
                     handoff[target.state] = Handoff(keys=stage.changed_keys)

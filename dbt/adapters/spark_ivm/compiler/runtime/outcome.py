@@ -75,11 +75,20 @@ class Outcome:
     # A build that replaced the state's rows in one commit and kept the view (`Rebuild`):
     # readers saw the old relation until then, and the view need not be created.
     in_place: bool = False
+    # A build that replaced the state in one commit and found the view there the one it
+    # would create: it keeps it.
+    keeps_view: bool = False
 
     @property
     def creates_view(self) -> bool:
-        """Must the relation's view be (re)created by `main_sql`? A build does; a rebuild in
-        place keeps the view there."""
+        """Must the relation's view be (re)created by `main_sql`? A build does, unless it
+        keeps the view there; a rebuild in place keeps it."""
+        return self.mode is Mode.BUILD and not self.in_place and not self.keeps_view
+
+    @property
+    def new_history(self) -> bool:
+        """Is the state a new table or a replaced one, its rows no change of the old ones
+        that readers could follow (a build; not a rebuild in place)?"""
         return self.mode is Mode.BUILD and not self.in_place
 
     @property

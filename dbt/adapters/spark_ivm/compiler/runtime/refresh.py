@@ -27,16 +27,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.capture import delta_log
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, IvmError
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, commit, cost, facts, logs, view
+from dbt.adapters.spark_ivm.compiler.runtime import (
+    base_tables,
+    build,
+    commit,
+    cost,
+    facts,
+    logs,
+    view,
+)
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
-from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP, REPLACED_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     FIRST_RUN,
@@ -51,7 +58,6 @@ from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
-from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 
 __all__ = [
     "STATE_TABLE",
@@ -62,23 +68,6 @@ __all__ = [
     "StateRows",
     "sql_hash",
 ]
-
-
-def partition_columns(plan: Plan, layout: Layout, model: str) -> list[str]:
-    """The state columns the model's `partition_by` names, by the result columns they hold;
-    a column the state does not hold as it is, an error naming the ones it does."""
-    out = []
-    for wanted in layout.partition_columns:
-        found = plan.state_column_of(wanted)
-        if found is None:
-            held = [n for n in plan.output_names if plan.state_column_of(n)]
-            raise IvmError(
-                f"ivm model '{model}': partition_by names {wanted!r}, which its state does not "
-                f"hold as a column; it can partition by {', '.join(held) or 'none of them'} "
-                "(result columns kept as they are: group keys, distinct or plain columns)"
-            )
-        out.append(found)
-    return out
 
 
 def sql_hash(compiled_sql: str) -> SqlDigest:
@@ -289,13 +278,9 @@ class Maintainer:
             self.session.checkpoint(REBUILD_STEP)
             self.session.run("build state", render.overwrite_state_sql(state, select))
         else:
-            layout = self.session.layout
-            partitions = partition_columns(plan, layout, self.model)
-            for statement in render.create_state_sql(state, select, layout, partitions):
-                self.session.run("build state", statement)
-            if self.publish:
-                for statement in delta_log.create_sql(state, layout.unpartitioned()):
-                    self.session.run("delta log", statement)
+            build.create_state(
+                self.session, plan, select, replace=self.existing == "view", publish=self.publish
+            )
         try:
             facts.check_unmoved(self.session, heads, live)
         except BaseRelationError:
@@ -303,10 +288,10 @@ class Maintainer:
             self.session.run("build state", render.drop_state_sql(state))
             raise
         rows = self.session.state_rows()
-        if in_place:  # the view is the one there: same SQL, same state table
-            main_sql = view.kept_sql(self.target.view)
-        else:
-            main_sql = view.create_view_sql(
+        keeps_view = in_place  # the view is the one there: same SQL, same state table
+        main_sql = view.kept_sql(self.target.view)
+        if not in_place:
+            made = view.create_view_sql(
                 self.target,
                 plan,
                 digest,
@@ -315,6 +300,10 @@ class Maintainer:
                 self.top,
                 self.docs,
             )
+            keeps_view = self.existing == "view" and made.is_there(self._view_properties())
+            if not keeps_view:
+                main_sql = made.sql
+            self.session.checkpoint(REPLACED_STEP)
         return Outcome(
             mode=Mode.BUILD,
             reason=reason,
@@ -323,7 +312,15 @@ class Maintainer:
             timings=self.session.timings,
             rows=StateRows(inserted=rows),
             in_place=in_place,
+            keeps_view=keeps_view and not in_place,
         )
+
+    def _view_properties(self) -> dict[str, str] | None:
+        """The properties of the model's view now (None: none readable)."""
+        try:
+            return self.session.properties(self.target.view)
+        except Exception:  # noqa: BLE001 - no view to keep: the build creates one
+            return None
 
     def _refresh(
         self, plan: Plan, meta: StateMeta, digest: str, heads: dict[str, Head] | None

@@ -1,7 +1,9 @@
 """view: the model's relation, a view over the data rows of its state table.
 
-The view is created by a full build only (a refresh and a rebuild in place keep it: with
-Iceberg's Hive-backed SparkSessionCatalog `CREATE OR REPLACE VIEW` keeps the old view text).
+The view is created by a full build only, and only where the one there differs from it
+(`VIEW_DIGEST`): a refresh, a rebuild in place and a rebuild whose view would be the same keep
+it, since with Iceberg's Hive-backed SparkSessionCatalog `CREATE OR REPLACE VIEW` keeps the old
+view text and `ALTER VIEW .. AS` fails, so a changed view is dropped and created.
 Its properties say what it is built from: the state format, the SQL's hash, the state table
 (`STATE_TABLE`, what marks a view as an ivm model's) and the model's own SQL (`ivm.sql`,
 which `ivm_consistent` compares the relation with).
@@ -15,6 +17,7 @@ create the view again with its text and `ivm.*` properties as they were, the sta
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +37,9 @@ from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 STATE_TABLE = "ivm.state_table"
 #: The view property holding the model's own SQL (what `ivm_consistent` compares with).
 MODEL_SQL = "ivm.sql"
+#: The view property holding a digest of the statement that created the view (without this
+#: property): a rebuild whose view would be the same keeps the one there.
+VIEW_DIGEST = "ivm.view_digest"
 
 
 #: Where a view's properties say what it is: the plugin's own, kept when the view is re-created.
@@ -198,6 +204,27 @@ def view_select(plan: Plan, state: str, top: TopK | None = None) -> str:
     return top.limited(select) if top is not None else select
 
 
+@dataclass(frozen=True)
+class ViewStatement:
+    """The statement creating a model's view, and the properties it gives the view (among
+    them `VIEW_DIGEST`, a digest of the statement without it)."""
+
+    sql: str
+    properties: Mapping[str, str]
+
+    def is_there(self, found: Mapping[str, str] | None) -> bool:
+        """Is the view whose properties are `found` (None: no view) the one this creates:
+        the same statement, its properties as they were set (none edited since)?
+
+        >>> made = ViewStatement("CREATE VIEW ..", {VIEW_DIGEST: "0a1b", "ivm.sql_hash": "7"})
+        >>> made.is_there({VIEW_DIGEST: "0a1b", "ivm.sql_hash": "7", "other": "x"})
+        True
+        >>> made.is_there({VIEW_DIGEST: "0a1b", "ivm.sql_hash": "edited"}), made.is_there(None)
+        (False, False)
+        """
+        return found is not None and all(found.get(k) == v for k, v in self.properties.items())
+
+
 def create_view_sql(
     target: Target,
     plan: Plan,
@@ -206,7 +233,7 @@ def create_view_sql(
     properties: Mapping[str, str],
     top: TopK | None = None,
     docs: ViewDocs | None = None,
-) -> str:
+) -> ViewStatement:
     """The model's view over its state, its properties saying what it is built from, with
     the comments of `docs` (dbt's `persist_docs`) on it and its columns."""
     props = {
@@ -217,4 +244,7 @@ def create_view_sql(
         **properties,
     }
     clauses = docs.clauses(plan.output_names) if docs is not None else ""
-    return _create_view(target.view, clauses, props, view_select(plan, target.state, top))
+    select = view_select(plan, target.state, top)
+    itself = hashlib.sha256(_create_view(target.view, clauses, props, select).encode()).hexdigest()
+    props[VIEW_DIGEST] = itself[:32]
+    return ViewStatement(_create_view(target.view, clauses, props, select), props)

@@ -1,0 +1,86 @@
+"""build: a state's table written from nothing (a first run, changed SQL, `--full-refresh`,
+a base event).
+
+Over an existing model the new state replaces the old one in one Iceberg commit (`CREATE OR
+REPLACE TABLE .. AS`, `render.replace_state_sql`): the model's view shows the old rows until
+then, a build that fails before it leaves them, and the view is dropped and created only where
+the new one differs (`view.ViewStatement`). A rebuild in place (`INSERT OVERWRITE`, chosen by
+`ivm_refresh`) is the other one-commit rebuild, for a state whose columns stay as they are.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.capture import delta_log
+from dbt.adapters.spark_ivm.compiler.errors import IvmError
+from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.session import Session
+from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
+
+
+def partition_columns(plan: Plan, layout: Layout, model: str) -> list[str]:
+    """The state columns the model's `partition_by` names, by the result columns they hold;
+    a column the state does not hold as it is, an error naming the ones it does."""
+    out = []
+    for wanted in layout.partition_columns:
+        found = plan.state_column_of(wanted)
+        if found is None:
+            held = [n for n in plan.output_names if plan.state_column_of(n)]
+            raise IvmError(
+                f"ivm model '{model}': partition_by names {wanted!r}, which its state does not "
+                f"hold as a column; it can partition by {', '.join(held) or 'none of them'} "
+                "(result columns kept as they are: group keys, distinct or plain columns)"
+            )
+        out.append(found)
+    return out
+
+
+def refused_replace(error: Exception) -> bool:
+    """Did the metastore refuse `CREATE OR REPLACE TABLE` of a state for its new columns
+    (Hive: "types incompatible with the existing columns"; Iceberg then cannot tell whether
+    its commit happened)?
+
+    >>> refused_replace(RuntimeError("InvalidOperationException: The following columns have "
+    ...     "types incompatible with the existing columns in their respective positions"))
+    True
+    >>> refused_replace(RuntimeError("Table or view not found"))
+    False
+    """
+    text = str(error)
+    return "incompatible with the existing columns" in text or "CommitStateUnknown" in text
+
+
+def create_state(
+    session: Session, plan: Plan, select: exp.Expression, replace: bool, publish: bool
+) -> None:
+    """Create the state table of a build (and its delta log, when published). Over an
+    existing model the new state replaces the old one in one commit, so its view shows
+    the old rows until then and a build that fails leaves them; a metastore that refuses
+    the replace (a column changing type in place) has the old state dropped first."""
+    state = session.target.state
+    layout = session.layout
+    partitions = partition_columns(plan, layout, session.model)
+    replaced = False
+    if replace:
+        session.checkpoint(REBUILD_STEP)
+        statement = render.replace_state_sql(state, select, layout, partitions)
+        try:
+            session.run("build state", statement)
+            replaced = True
+        except Exception as e:
+            if not refused_replace(e):
+                raise
+            session.warn(
+                f"ivm model '{session.model}': the metastore refused to replace {state} "
+                f"({str(e).splitlines()[0][:200]}); dropping it and building a new one "
+                "(the view is unreadable until the build is done)"
+            )
+    if not replaced:
+        for statement in render.create_state_sql(state, select, layout, partitions):
+            session.run("build state", statement)
+    if publish:
+        for statement in delta_log.create_sql(state, layout.unpartitioned()):
+            session.run("delta log", statement)
