@@ -23,6 +23,7 @@ import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 from small_project import SmallProject
 
+from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.runtime import upkeep
 from dbt.adapters.spark_ivm.compiler.sql.layout import METADATA_VERSIONS
 
@@ -151,10 +152,14 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(
     last = {name: _files(p, name) for name in MODELS}
     # Rounds after which a state held fewer delete files / snapshots than before the round.
     fell: dict[str, dict[str, list[int]]] = {n: {"deletes": [], "snapshots": []} for n in MODELS}
+    messages: list[str] = []
+    dbt = _dbt_capturing(p, messages)
     for i in range(ROUNDS):
         _change(p, rnd)
-        result = p.dbt("run")
+        result = dbt("run")
         assert result.success, f"round {i}"
+        failed = [m for m in messages if "upkeep of" in m and "failed" in m]
+        assert not failed, f"round {i}: {failed}"
         _assert_refreshed(result, f"round {i}")
         _assert_exact(p, f"after round {i}")
         for name in MODELS:
@@ -163,6 +168,10 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(
             for k in ("deletes", "snapshots"):
                 if files[k] < last[name][k]:
                     fell[name][k].append(i)
+            if files["data"] < last[name]["data"]:
+                # Compacted: no delete file outlives the data files it pointed at (the
+                # MIN/MAX lists of `agg` are array columns, apache/iceberg#15080).
+                assert files["deletes"] == 0, (name, i, files)
             last[name] = files
             assert files["deletes"] < upkeep.DELETE_FILE_THRESHOLD, (name, i, files)
     for name in MODELS:
@@ -201,7 +210,9 @@ def test_failed_upkeep_keeps_run_successful_and_relation_exact(
     monkeypatch.setattr(
         upkeep,
         "compaction_sqls",
-        lambda state: [f"CALL system.rewrite_data_files(table => '{SCHEMA}.no_such_table')"],
+        lambda state, version="3": [
+            f"CALL system.rewrite_data_files(table => '{SCHEMA}.no_such_table')"
+        ],
     )
     messages: list[str] = []
     dbt = _dbt_capturing(p, messages)
@@ -231,13 +242,47 @@ def test_failed_upkeep_keeps_run_successful_and_relation_exact(
     _assert_exact(p, "after upkeep works again")
 
 
+def _format_version(p: SmallProject, model: str) -> str:
+    return dict(p.sql(f"SHOW TBLPROPERTIES {SCHEMA}.{model}__ivm_state"))["format-version"]
+
+
+def test_a_format_2_state_is_moved_to_format_3_by_its_compaction(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state built by an earlier version (Iceberg format 2, position delete files) is
+    compacted by one rewrite into format 3, its MIN/MAX lists and all."""
+    p = project
+    p.sql(f"DROP VIEW IF EXISTS {SCHEMA}.agg")
+    p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.agg__ivm_state PURGE")
+    with monkeypatch.context() as legacy:
+        legacy.setitem(render.STATE_PROPERTIES, "format-version", "2")
+        assert p.dbt("run", "--select", "agg").success
+    assert _format_version(p, "agg") == "2"
+    monkeypatch.setattr(upkeep, "DELETE_FILE_THRESHOLD", 2)
+    messages: list[str] = []
+    dbt = _dbt_capturing(p, messages)
+    rnd = random.Random(5)
+    for i in range(8):
+        _change(p, rnd)
+        assert dbt("run", "--select", "agg").success, f"round {i}"
+        assert not [m for m in messages if "upkeep of" in m and "failed" in m], messages[-5:]
+        assert p.bag(f"SELECT * FROM {SCHEMA}.agg") == p.bag(MODELS["agg"]), f"round {i}"
+        if _format_version(p, "agg") == "3":
+            break
+    assert _format_version(p, "agg") == "3", "no compaction moved the state to format 3"
+    assert _files(p, "agg")["deletes"] == 0, _files(p, "agg")
+
+
 def test_upkeep_decisions() -> None:
     """The pure part: thresholds and the statements rendered (no Spark)."""
     small = upkeep.StateStats(3, 2, 1, 5_000, "2026-01-02 03:04:05.678")
     assert upkeep.statements("db.m__ivm_state", small) == []
     deletes = upkeep.StateStats(9, 9, upkeep.DELETE_FILE_THRESHOLD, 5_000, small.committed_at)
     labels = [label for label, _ in upkeep.statements("db.m__ivm_state", deletes)]
-    assert labels == ["compact", "compact"]
+    assert labels == ["compact"]  # format 3: the deletion vectors go with their data files
+    # A format 2 state (built by an earlier version) is moved to format 3 by a rewrite.
+    legacy = upkeep.statements("db.m__ivm_state", deletes, "2")
+    assert [s.split(" ")[0] for _, s in legacy] == ["ALTER", "INSERT"]
     many_data = upkeep.StateStats(9, upkeep.DATA_FILE_SLACK + 1, 0, 5_000, small.committed_at)
     assert upkeep.needs_compaction(many_data)
     big = upkeep.StateStats(9, upkeep.DATA_FILE_SLACK + 1, 0, 40 * upkeep.TARGET_FILE_BYTES, None)
@@ -252,13 +297,10 @@ def test_upkeep_decisions() -> None:
         ),
     )
     unknown = upkeep.StateStats(upkeep.EXPIRE_AT, None, None, None, small.committed_at)
-    assert [label for label, _ in upkeep.statements("db.m", unknown)] == [
-        "compact",
-        "compact",
-        "expire",
-    ]
-    for statement in upkeep.compaction_sqls("db.m__ivm_state"):
-        assert "'db.m__ivm_state'" in statement
+    assert [label for label, _ in upkeep.statements("db.m", unknown)] == ["compact", "expire"]
+    for version in ("2", "3"):
+        for statement in upkeep.compaction_sqls("db.m__ivm_state", version):
+            assert "db" in statement and "m__ivm_state" in statement
     with pytest.raises(ValueError):
         upkeep.expire_sql("db.m", "now'); DROP TABLE x; --")
     assert upkeep.parse_stats((4, "3", None, 10, "t")) == upkeep.StateStats(4, 3, None, 10, "t")
@@ -279,3 +321,6 @@ def test_upkeep_never_names_a_base_table() -> None:
     stats = upkeep.StateStats(upkeep.EXPIRE_AT, 99, 99, 1, "2026-01-02 03:04:05")
     for _, statement in upkeep.statements("s.m__ivm_state", stats):
         assert "table => 's.m__ivm_state'" in statement
+    for _, statement in upkeep.statements("s.m__ivm_state", stats, "2"):
+        named = statement.replace("`s`.`m__ivm_state`", "").replace("'s.m__ivm_state'", "")
+        assert named != statement and "m__ivm_state" not in named and "`" not in named, statement

@@ -195,3 +195,34 @@ def test_without_file_reads_both_versions_are_scanned_and_paired(
     p.sql(f"INSERT INTO {BASE} VALUES ('k3', 15), ('k3', 15)")
     message = _refresh(p)
     assert "touched files" in message and "files new" not in message, message
+
+
+def test_deletion_vectors_pair_only_the_files_they_name(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A format 3 table's UPDATE and DELETE write deletion vectors, which carry no path
+    bounds but name their data file: the version diff still pairs only the touched files,
+    read staged (session method) and filtered in SQL alike."""
+    p = project
+    table, model = f"{SCHEMA}.dv", "dv_by_key"
+    select = f"select k, count(*) as n, sum(x) as s from {table} group by k"
+    p.sql(f"DROP TABLE IF EXISTS {table}")
+    p.sql(f"CREATE TABLE {table} (k string, x int) USING iceberg TBLPROPERTIES ({MOR})")
+    p.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('format-version' = '3')")
+    for part in range(4):
+        values = ", ".join(f"('k{i % 5}', {part * 100 + i})" for i in range(20))
+        p.sql(f"INSERT INTO {table} VALUES {values}, (NULL, {part})")
+    p.model(model, select)
+    assert p.dbt("run", "--select", model).success
+    assert_equal_to_sql(p, f"{SCHEMA}.{model}", select, "build")
+    p.sql(f"UPDATE {table} SET x = x + 1000 WHERE x BETWEEN 200 AND 203")
+    p.sql(f"DELETE FROM {table} WHERE x = 105")
+    (formats,) = p.sql(f"SELECT collect_set(file_format) FROM {table}.delete_files")[0]
+    assert list(formats) == ["PUFFIN"], formats  # deletion vectors, not position files
+    message = _refresh(p, model, select)
+    assert "touched files" in message, message
+    _read_fewer_files(message)
+    monkeypatch.setattr(staged_reads, "stage", lambda *args: None)
+    p.sql(f"UPDATE {table} SET k = NULL WHERE x IN (14, 314)")
+    message = _refresh(p, model, select)
+    assert "touched files" in message and "files new" not in message, message

@@ -185,7 +185,8 @@ def window_files(
     """What `capture.touched_files.entries_sql` reads from `all_entries`, read in the driver
     from the manifests the window's snapshots wrote (no Spark job): (status 1 added /
     2 removed, content 0 data / 1 position / 2 equality deletes, path, lower and upper bound
-    of the field `path_field` as text or None) per file a snapshot added or removed.
+    of the field `path_field` as text, or for a deletion vector the data file it names, or
+    None) per file a snapshot added or removed.
 
     A snapshot's added and removed files are the entries of that status and snapshot id in
     the manifests it wrote (a manifest merged later lists them as existing). Read through
@@ -228,6 +229,10 @@ def window_files(
                             low = high = None
                             if content != 0:
                                 low, high = bound(f.lowerBounds()), bound(f.upperBounds())
+                                # a deletion vector has no bounds: it names its data file
+                                referenced = f.referencedDataFile()
+                                if low is None and referenced is not None:
+                                    low = high = str(referenced)
                             rows.append((status, content, str(f.location()), low, high))
                     finally:
                         reader.close()

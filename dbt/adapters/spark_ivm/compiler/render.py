@@ -59,8 +59,13 @@ MATCHED = "__ivm_matched"
 ROW = "__ivm_row__"  # 0: a row of the view's state; 1: the metadata row
 META = "__ivm_meta__"  # the metadata row's JSON: watermarks and SQL hash
 NEW_COUNT = "__ivm_new_count"
+#: Format 3: a MERGE marks the rows it replaces in deletion vectors, one per data file, which
+#: a compaction's rewrite of that file drops with it (`upkeep.py`). Format 2's position delete
+#: files needed `rewrite_position_delete_files`, which Iceberg 1.10 fails on tables with
+#: array columns (MIN/MAX lists; apache/iceberg#15080).
+STATE_FORMAT = "3"
 STATE_PROPERTIES = {
-    "format-version": "2",
+    "format-version": STATE_FORMAT,
     "write.delete.mode": "merge-on-read",
     "write.update.mode": "merge-on-read",
     "write.merge.mode": "merge-on-read",

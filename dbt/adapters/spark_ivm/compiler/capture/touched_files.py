@@ -17,7 +17,8 @@ pairing:
 
 Which files a position delete file points at is bounded by its `file_path` column's
 lower/upper bounds (Iceberg keeps them whole for delete files: its own scan planning matches
-deletes to data files by them); a data file is kept when its path falls in any bound range.
+deletes to data files by them), and a deletion vector (format 3) names its one data file
+(`referenced_data_file`); a data file is kept when its path falls in any bound range.
 Keeping more files than needed is exact too, only slower. An equality delete file applies to
 every older data file: a window with one reads both versions whole, as before.
 
@@ -84,13 +85,21 @@ class Touched:
 
 def entries_sql(relation: str, snapshot_ids: Sequence[int]) -> str:
     """The data and delete files the window's snapshots added (status 1) or removed (2), with
-    each file's `file_path` bounds (set for position delete files)."""
+    the paths each delete file may point at: its `file_path` bounds (a format 2 position
+    delete file), else the one data file it belongs to (a format 3 deletion vector, which
+    has no bounds)."""
     entries = f"{sql(table(relation))}.`all_entries`"
     ids = ", ".join(str(int(s)) for s in snapshot_ids)
+
+    def bound(side: str) -> str:
+        return (
+            f"COALESCE(CAST(data_file.{side}_bounds[{DELETE_FILE_PATH_ID}] AS STRING), "
+            "data_file.referenced_data_file)"
+        )
+
     return (
         "SELECT DISTINCT status, data_file.content, data_file.file_path, "
-        f"CAST(data_file.lower_bounds[{DELETE_FILE_PATH_ID}] AS STRING), "
-        f"CAST(data_file.upper_bounds[{DELETE_FILE_PATH_ID}] AS STRING) "
+        f"{bound('lower')}, {bound('upper')} "
         f"FROM {entries} WHERE snapshot_id IN ({ids}) AND status IN (1, 2)"
     )
 

@@ -53,7 +53,13 @@ def keep_up(session: Session, published: bool) -> None:
             if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
                 return
         stats = upkeep.parse_stats(session.fetch("upkeep", upkeep.stats_sql(state))[0])
-        for label, statement in upkeep.statements(state, stats):
+        # (read only for a compaction: what it runs depends on the table's format)
+        version = (
+            session.properties(state).get("format-version", "2")
+            if upkeep.needs_compaction(stats)
+            else upkeep.STATE_FORMAT
+        )
+        for label, statement in upkeep.statements(state, stats, version):
             session.run(label, statement)
         if published and upkeep.needs_expiry(stats):
             assert stats.committed_at is not None

@@ -1,30 +1,32 @@
 """upkeep: keep a model's state table small in files and snapshots.
 
-What it maintains. The state table (`<model>__ivm_state`, Iceberg, merge-on-read) is the only
-table a refresh writes. Each refresh's MERGE adds a data file (new and updated rows) and a
-position delete file (the rows it replaced) plus one snapshot, and nothing removes them: after
-30 refreshes a 5-row state is 32 data and 31 delete files, every read of the model's view
-merges all of them, and the snapshots keep every replaced file on disk. After a refresh has
-committed, `statements` decides from one cheap metadata query (`stats_sql`, the `snapshots`
-table: only table metadata, no manifest or data file is read) what to do:
+What it maintains. The state table (`<model>__ivm_state`, Iceberg format 3, merge-on-read) is
+the only table a refresh writes. Each refresh's MERGE adds a data file (new and updated rows)
+and deletion vectors marking the rows it replaced (one per data file it touched) plus one
+snapshot, and nothing removes them: after 30 refreshes a 5-row state is 32 data files and
+their vectors, every read of the model's view merges all of them, and the snapshots keep every
+replaced file on disk. After a refresh has committed, `statements` decides from one cheap
+metadata query (`stats_sql`, the `snapshots` table: only table metadata, no manifest or data
+file is read) what to do:
 
 * compact (`compaction_sqls`) when the live delete files reach `DELETE_FILE_THRESHOLD` or the
   live data files exceed what the state's bytes need by `DATA_FILE_SLACK`:
-  `rewrite_data_files` rewrites every data file that has a delete file applying to it (and
-  bin-packs the small ones) into files with the deletes applied, then
-  `rewrite_position_delete_files` drops the delete files that now point at no live data file
-  (`rewrite_data_files` leaves them in the table; its `remove-dangling-deletes` option does
-  not remove them here). Both are Iceberg `replace` commits: the rows do not change, so a
-  reader of the view sees the same result before and after.
+  `rewrite_data_files` rewrites every data file that has a deletion vector (and bin-packs the
+  small ones) into files with the deletes applied; the vectors go with the files they belong
+  to. It is an Iceberg `replace` commit: the rows do not change, so a reader of the view sees
+  the same result before and after. A state built in format 2 by an earlier version (position
+  delete files, which outlive the data files they point at and took
+  `rewrite_position_delete_files` to remove, a procedure Iceberg 1.10 fails on tables with
+  array columns such as MIN/MAX lists: apache/iceberg#15080) is moved to format 3 by its
+  first compaction: one `INSERT OVERWRITE` of its own rows, which drops every old file.
 * expire snapshots (`expire_sql`) once there are `EXPIRE_AT` of them, keeping the newest
   `RETAIN_LAST`: this deletes the files only the expired snapshots referenced (the
   pre-compaction files among them).
 
 Why these thresholds. A compaction rewrites the state and costs a few seconds of commits and
-Spark jobs (about 1 s for `rewrite_data_files` and 1.5 s for `rewrite_position_delete_files`
-on a small state, two cores), an expiry 2-10 s (Iceberg reads the manifests of every
+Spark jobs (about 1 s for `rewrite_data_files` on a small state, two cores), an expiry 2-10 s (Iceberg reads the manifests of every
 snapshot): too much for every refresh, whose floor is about 3 s, but cheap every 8-16 of them.
-With 8 delete files a read applies at most 8 position delete files to a data file; 16 data
+With 8 delete files a read applies at most 8 deletion vectors; 16 data
 files beyond what the bytes need (`TARGET_FILE_BYTES` each, Iceberg's default target) bound
 the small files of insert-only workloads, whose MERGEs add data files but no delete files.
 `RETAIN_LAST = 5` keeps the last few versions of the state readable: a query that started on
@@ -56,9 +58,10 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import PROCEDURES
+from dbt.adapters.spark_ivm.compiler.render import STATE_FORMAT
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
-#: Live position delete files at which the state is compacted.
+#: Live delete files (deletion vectors) at which the state is compacted.
 DELETE_FILE_THRESHOLD = 8
 #: Live data files beyond what the state's bytes need at which the state is compacted.
 DATA_FILE_SLACK = 16
@@ -155,15 +158,29 @@ def needs_expiry(stats: StateStats) -> bool:
     return stats.snapshots >= EXPIRE_AT and stats.committed_at is not None
 
 
-def compaction_sqls(state: str) -> list[str]:
-    """Rewrite the data files that have deletes (and bin-pack small ones), then drop the
-    delete files left pointing at no live data file. Both keep the rows as they are."""
-    name = exp.Literal.string(state)
+def compaction_sqls(state: str, format_version: str = STATE_FORMAT) -> list[str]:
+    """Rewrite the data files that have deletes (and bin-pack small ones): in format 3 their
+    deletion vectors go with them. A format 2 state is moved to format 3 by rewriting it
+    whole (its position delete files outlive the data files they point at, and removing them
+    takes `rewrite_position_delete_files`, which fails on array columns). Rows unchanged.
+
+    >>> for s in compaction_sqls("db.m__ivm_state"):
+    ...     print(s)
+    CALL system.rewrite_data_files(table => 'db.m__ivm_state', options => map('delete-file-threshold', '1'))
+    >>> for s in compaction_sqls("db.m__ivm_state", "2"):
+    ...     print(s)
+    ALTER TABLE `db`.`m__ivm_state` SET TBLPROPERTIES ('format-version' = '3')
+    INSERT OVERWRITE `db`.`m__ivm_state` SELECT * FROM `db`.`m__ivm_state`
+    """
+    if format_version == "2":
+        name = sql(table(state))
+        return [
+            f"ALTER TABLE {name} SET TBLPROPERTIES ('format-version' = '3')",
+            f"INSERT OVERWRITE {name} SELECT * FROM {name}",
+        ]
+    name = sql(exp.Literal.string(state))
     options = "map('delete-file-threshold', '1')"
-    return [
-        f"CALL {PROCEDURES}.rewrite_data_files(table => {sql(name)}, options => {options})",
-        f"CALL {PROCEDURES}.rewrite_position_delete_files(table => {sql(name)})",
-    ]
+    return [f"CALL {PROCEDURES}.rewrite_data_files(table => {name}, options => {options})"]
 
 
 def expire_sql(state: str, older_than: str, retain_last: int | None = None) -> str:
@@ -180,7 +197,9 @@ def expire_sql(state: str, older_than: str, retain_last: int | None = None) -> s
     )
 
 
-def statements(state: str, stats: StateStats) -> list[tuple[str, str]]:
+def statements(
+    state: str, stats: StateStats, format_version: str = STATE_FORMAT
+) -> list[tuple[str, str]]:
     """(timing label, statement) to run after a refresh's commit; empty when nothing is due.
 
     The expiry comes last and is older than the stats' snapshot (the refresh's commit), so the
@@ -188,7 +207,7 @@ def statements(state: str, stats: StateStats) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     if needs_compaction(stats):
-        out.extend(("compact", s) for s in compaction_sqls(state))
+        out.extend(("compact", s) for s in compaction_sqls(state, format_version))
     if needs_expiry(stats):
         assert stats.committed_at is not None
         out.append(("expire", expire_sql(state, stats.committed_at)))
