@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_ivm import jvm_exit
+from dbt.adapters.spark_ivm import jvm_exit, metastore_lock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -384,6 +384,9 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
                 # Spark otherwise resolves the machine's hostname at start-up and may pick an
                 # external interface (and warns about it); a local engine needs loopback only.
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            database = metastore_lock.derby_database(parameters)
+            if database is not None:
+                metastore_lock.hold(database)
             builder = SparkSession.builder.enableHiveSupport()
             for key, value in parameters.items():
                 builder = builder.config(key, value)
