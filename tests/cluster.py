@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from dbt.adapters.spark_ivm import embedded
+from dbt.adapters.spark_ivm import embedded, iceberg_jar
 
 HOST = "127.0.0.1"
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -267,7 +267,7 @@ class LoopbackCluster:
             self._wait("worker", lambda: self._alive_workers() >= 1, "registering at the master")
             self.thrift_port = free_port()
             self.home.mkdir(parents=True, exist_ok=True)
-            jar = str(embedded.find_iceberg_runtime_jar())
+            jar = str(iceberg_jar.find_iceberg_runtime_jar())
             args = [
                 str(bin_dir / "spark-submit"),
                 "--class", THRIFT_SERVER_CLASS,

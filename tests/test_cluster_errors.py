@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.embedded import check_warehouse_shared
+from dbt.adapters.spark_ivm.warehouse_check import check_warehouse_shared
 
 
 class _ExecutorsCannotRead:

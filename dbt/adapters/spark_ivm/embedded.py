@@ -9,6 +9,10 @@ bare session into a self-contained Iceberg engine whose files live under ``ivm_h
 * :func:`ensure_session` creates the process-wide SparkSession (or reuses it) and returns the
   parameters that still make sense to re-apply per statement.
 
+Beside it: ``iceberg_jar.py`` (the Iceberg runtime jar it loads), ``metastore_lock.py`` (one
+process at a time on its Derby metastore), ``warehouse_check.py`` (a cluster master's executors
+must see the warehouse), ``jvm_exit.py`` (a JVM that stopped, said by why).
+
 pyspark is imported lazily: the module is imported for every dbt command and every connection
 method, and only ``method: session`` needs Spark.
 """
@@ -16,11 +20,9 @@ method, and only ``method: session`` needs Spark.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import threading
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import jvm_exit, metastore_lock
+from dbt.adapters.spark_ivm.iceberg_jar import find_iceberg_runtime_jar
+from dbt.adapters.spark_ivm.warehouse_check import check_warehouse_shared
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,9 +40,6 @@ logger = AdapterLogger("SparkIvm")
 
 #: Folder name used for ``ivm_home`` when the profile does not set it.
 DEFAULT_IVM_HOME_NAME = ".spark_ivm"
-
-#: PyPI package (``snowpark-connect-deps-iceberg``) that ships the Apache Iceberg runtime jars.
-ICEBERG_JARS_PACKAGE = "snowpark_connect_deps_iceberg"
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 DERBY_LOG_PROPERTY = "derby.stream.error.file"
@@ -115,58 +116,6 @@ def resolve_ivm_home(ivm_home: str | None, project_root: Path | None) -> Path | 
 # --------------------------------------------------------------------------------------------
 # Iceberg runtime jar
 # --------------------------------------------------------------------------------------------
-
-
-def _spark_and_scala_versions() -> tuple[str, str]:
-    """(``major.minor`` of pyspark, Scala binary version of its jars), e.g. ("3.5", "2.12")."""
-    import pyspark
-
-    spark_version = ".".join(pyspark.__version__.split(".")[:2])
-    scala_version = "2.12"  # what every pyspark 3.x wheel on PyPI is built with
-    jars_dir = Path(pyspark.__file__).parent / "jars"
-    for jar in jars_dir.glob("scala-library-*.jar"):
-        match = re.match(r"scala-library-(\d+\.\d+)\.", jar.name)
-        if match:
-            scala_version = match.group(1)
-    return spark_version, scala_version
-
-
-def _version_key(name: str) -> tuple[int, ...]:
-    """Sort key for the Iceberg version at the end of a jar name (``...-1.10.2.jar``)."""
-    match = re.search(r"-(\d+(?:\.\d+)*)\.jar$", name)
-    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
-
-
-def find_iceberg_runtime_jar() -> Path:
-    """Path of the Iceberg Spark runtime jar matching the installed pyspark.
-
-    Looked up at run time inside the installed ``snowpark_connect_deps_iceberg`` package
-    (never a hard-coded path), choosing the jar built for pyspark's Spark and Scala versions.
-    """
-    spark_version, scala_version = _spark_and_scala_versions()
-    prefix = f"iceberg-spark-runtime-{spark_version}_{scala_version}-"
-    try:
-        jars_dir = resources.files(ICEBERG_JARS_PACKAGE) / "jars"
-    except ModuleNotFoundError as exc:
-        raise DbtRuntimeError(
-            "spark_ivm: the embedded Spark needs the Apache Iceberg runtime jar from the "
-            "package snowpark-connect-deps-iceberg (pip install "
-            "'snowpark-connect-deps-iceberg==1.0.2'), or set spark.jars in the profile's "
-            "server_side_parameters."
-        ) from exc
-    jars = sorted(
-        (entry for entry in jars_dir.iterdir() if entry.name.startswith(prefix)),
-        key=lambda entry: _version_key(entry.name),
-    )
-    if not jars:
-        raise DbtRuntimeError(
-            f"spark_ivm: no {prefix}*.jar in {jars_dir}; the installed "
-            "snowpark-connect-deps-iceberg does not fit pyspark "
-            f"{spark_version} (Scala {scala_version})."
-        )
-    # The package is installed as plain files, so the Traversable is a real filesystem path;
-    # Spark needs a path it can open itself.
-    return Path(str(jars[-1]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,48 +360,6 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
                 )
         _quiet_expected_warnings(session)
         return {key: value for key, value in parameters.items() if session.conf.isModifiable(key)}
-
-
-def check_warehouse_shared(session: SparkSession, master: str) -> None:
-    """Fail clearly unless an executor can read a file the driver wrote into the warehouse.
-
-    With a cluster master the driver (this process) commits Iceberg metadata and the executors
-    write and read the data files, all under ``spark.sql.warehouse.dir``; on a folder only the
-    driver's machine has (the default under ``ivm_home``), tables break in obscure ways. The
-    check writes one small file there from the driver and counts its lines in a Spark job,
-    which runs on the executors; then deletes it.
-    """
-    import uuid
-
-    warehouse = session.conf.get("spark.sql.warehouse.dir")
-    jvm = session._jvm
-    folder = f"{warehouse.rstrip('/')}/_spark_ivm_shared_check_{uuid.uuid4().hex}"
-    hadoop_path = jvm.org.apache.hadoop.fs.Path
-    fs = hadoop_path(folder).getFileSystem(session._jsparkSession.sessionState().newHadoopConf())
-    out = fs.create(hadoop_path(f"{folder}/marker.txt"), True)
-    out.writeBytes("written by the driver\n")
-    out.close()
-    try:
-        lines = session.sql(f"SELECT count(*) FROM text.`{folder}`").collect()[0][0]
-    except Exception as exc:  # any failure of the executors' read is the answer
-        session.stop()  # the next connection creates the session again and checks again
-        cause = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise DbtRuntimeError(
-            f"spark_ivm: the warehouse {warehouse} is not shared between the driver and the "
-            f"executors of {master}: an executor could not read a file the driver wrote there "
-            f"({cause}). Set spark.sql.warehouse.dir in the profile's server_side_parameters to "
-            "a location every node sees (hdfs://, s3a://, a shared mount), or use method: "
-            "thrift with a server on the cluster."
-        ) from exc
-    finally:
-        fs.delete(hadoop_path(folder), True)
-    if lines != 1:
-        session.stop()
-        raise DbtRuntimeError(
-            f"spark_ivm: the warehouse {warehouse} is not shared between the driver and the "
-            f"executors of {master}: they read {lines} lines of a one-line file the driver "
-            "wrote there."
-        )
 
 
 # --------------------------------------------------------------------------------------------
