@@ -109,14 +109,20 @@ def _check(p: SmallProject, context: str) -> None:
 REFRESHED = {"base": "refreshed", "bags": "refreshed"}
 
 
-def _run(p: SmallProject, phrases: dict[str, str], context: str) -> None:
-    """`dbt run`; each model's log line holds the phrase of its group (`base`: the models
-    over a and b, `bags`: the models over another ivm model); then every relation checked."""
+def _run(p: SmallProject, phrases: dict[str, str | tuple[str, ...]], context: str) -> None:
+    """`dbt run`; each model's log line holds the phrase of its group, or one of them (`base`:
+    the models over a and b, `bags`: the models over another ivm model); then every relation
+    checked."""
     messages = run_messages(p)
+
+    def said(model: str, message: str) -> bool:
+        wanted = phrases[_group(model)]
+        return any(w in message for w in ((wanted,) if isinstance(wanted, str) else wanted))
+
     wrong = [
         f"{model}: expected {phrases[_group(model)]!r}: {message}"
         for model, message in messages.items()
-        if phrases[_group(model)] not in message
+        if not said(model, message)
     ]
     _check(p, context)
     assert not wrong, f"{context}:\n" + "\n".join(wrong)
@@ -215,8 +221,8 @@ def test_set_operations_over_hostile_doubles_and_field_events(project: SmallProj
     event_then_change(1, "add column", REFRESHED)
 
     # More changes, then every snapshot but the last expired: the watermarks are gone, the
-    # models over a and b are rebuilt; so are the upstreams, and the models over them see
-    # their state tables re-created.
+    # models over a and b are rebuilt; so are the upstreams, and the models over them read
+    # their rebuilt states.
     _insert(p, B, f"(30, {POS0}, 'q')", f"(31, {NEG0}, NULL)")
     p.sql(f"DELETE FROM {A} WHERE id = 21")
     for table in (A, B):
@@ -224,7 +230,10 @@ def test_set_operations_over_hostile_doubles_and_field_events(project: SmallProj
             f"{CALL}.expire_snapshots(table => '{table}', "
             "older_than => TIMESTAMP '2999-01-01', retain_last => 1)"
         )
-    expired = {"base": "was expired", "bags": "dropped and re-created"}
+    # (An upstream rebuilt replaces its state in one commit: a model over it reads that as
+    # the version diff of the state, unless it reads an expired table itself.)
+    upstream_rebuilt = "its state is not a descendant of the version this model read"
+    expired = {"base": "was expired", "bags": (upstream_rebuilt, "was expired")}
     event_then_change(2, "expire_snapshots", expired)
 
     # Compaction: the same rows in other files, nothing for any model to do.
