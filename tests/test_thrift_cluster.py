@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -177,6 +179,47 @@ def test_ivm_consistent_thrift(outer_refreshed: SmallProject) -> None:
     r.sql(f"INSERT INTO {victim} SELECT * FROM {victim} WHERE __ivm_row__ = 0 LIMIT 1")
     ok, statuses = _test_statuses(r, "--select", CASES[0].name)
     assert not ok and statuses == {CASES[0].name: "fail"}, statuses
+
+
+def test_two_runs_refreshing_one_model_at_once_apply_each_change_once(
+    tmp_path: Path, cluster_target: str
+) -> None:
+    """Two `dbt run` processes refresh the same model through the server at once: both end
+    (the one whose commit loses may fail, saying so), the relation equals its SQL, and the
+    next change is refreshed exactly: no change applied twice, none lost."""
+    schema = "ivm_concurrent"
+    p = SmallProject(tmp_path, "concurrent", schema, target=cluster_target)
+    p.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+    p.sql(f"DROP TABLE IF EXISTS {schema}.t")
+    p.sql(f"CREATE TABLE {schema}.t (k string, x int) USING iceberg")
+    p.sql(f"INSERT INTO {schema}.t VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)")
+    select = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {schema}.t group by k"
+    p.model("m", select)
+    p.run()
+    for round_ in range(2):
+        p.sql(f"INSERT INTO {schema}.t VALUES ('c', {round_}), ('a', 7)")
+        p.sql(f"DELETE FROM {schema}.t WHERE x = {3 + round_}")
+        command = [
+            sys.executable, "-m", "dbt.cli.main", "run",
+            "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path),
+        ]  # fmt: skip
+        runs = [
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for _ in range(2)
+        ]
+        outputs = [run.communicate(timeout=600)[0] for run in runs]
+        codes = [run.returncode for run in runs]
+        print(f"round {round_}: exit codes {codes}")
+        for code, output in zip(codes, outputs):
+            if code != 0:
+                said = [ln for ln in output.splitlines() if "Exception" in ln or "Error" in ln]
+                print("the failing run said:", "\n".join(said[:6])[:1500])
+                assert "another run committed to its state" in output, output[-3000:]
+        assert 0 in codes, outputs
+        assert p.bag(f"SELECT * FROM {schema}.m") == p.bag(select), (round_, codes, outputs)
+    p.sql(f"UPDATE {schema}.t SET x = x + 10 WHERE k = 'a'")
+    p.run()
+    assert p.bag(f"SELECT * FROM {schema}.m") == p.bag(select)
 
 
 # ------------------------------------------------------------------------------------------------

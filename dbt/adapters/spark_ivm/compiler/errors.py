@@ -64,5 +64,21 @@ class UncapturableBaseError(BaseRelationError):
     refusal, like `UnsupportedQueryError`, not a failure of reading."""
 
 
+class ConcurrentCommitError(IvmError):
+    """Another run committed to the state while this one refreshed it, and Iceberg refused
+    this run's commit (nothing of it was applied).
+
+    >>> str(ConcurrentCommitError("m", "db.m__ivm_state", "Found conflicting files ..."))[:60]
+    "ivm model 'm': another run committed to its state db.m__ivm_"
+    """
+
+    def __init__(self, model: str, state: str, refusal: str) -> None:
+        super().__init__(
+            f"ivm model '{model}': another run committed to its state {state} while this one "
+            f"refreshed it, and Iceberg refused this run's commit ({refusal[:300]}). Nothing of "
+            "this run was applied; the next run refreshes from what the other one committed."
+        )
+
+
 class InjectedFailure(IvmError):
     """Raised on purpose between refresh steps by the fault-injection hook (tests only)."""

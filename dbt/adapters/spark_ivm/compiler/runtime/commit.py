@@ -13,6 +13,24 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import MetadataReader
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 
 
+def refused_for_another_commit(error: Exception) -> str | None:
+    """Iceberg's refusal of a commit because another writer committed to the same table since
+    this one read it (its words), or None for any other failure.
+
+    >>> refused_for_another_commit(RuntimeError("ValidationException: Found conflicting files "
+    ...     "that can contain records matching true: [f.parquet]"))
+    'Found conflicting files that can contain records matching true: [f.parquet]'
+    >>> refused_for_another_commit(RuntimeError("Table or view not found")) is None
+    True
+    """
+    text = " ".join(str(error).split())
+    for words in ("Found conflicting files", "Found new conflicting delete files"):
+        at = text.find(words)
+        if at >= 0:
+            return text[at:]
+    return None
+
+
 def publish(session: Session, before: int | None, keys: tuple[str, list[str]] | None) -> None:
     """Append this commit's entry to the delta log (`capture/delta_log.py`); `keys`: where
     the state keys it changed are (None: no data row changed). The refresh is committed

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, ConcurrentCommitError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared
@@ -380,7 +380,13 @@ class Maintainer:
         if statement is not None:
             facts.check_unmoved(self.session, heads, live)
             heads_before = self.session.current_heads([state]) if self.publish else None
-            self.session.run("commit", statement)
+            try:
+                self.session.run("commit", statement)
+            except Exception as e:
+                refusal = commit.refused_for_another_commit(e)
+                if refusal is None:
+                    raise
+                raise ConcurrentCommitError(self.model, state, refusal) from e
             self.committed = True
             self.session.checkpoint("commit")
             if heads_before is not None:
