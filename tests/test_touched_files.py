@@ -63,6 +63,13 @@ def test_whole_versions_where_the_files_are_not_bounded(rows, columns, why) -> N
     assert isinstance(found, Refusal) and why in str(found)
 
 
+def _fill_files(p: SmallProject, table: str, *extra: str) -> None:
+    """Four inserts into `table` (k string, x int): four data files, keys k0..k4 and NULL."""
+    for part in range(4):
+        values = ", ".join(f"('k{i % 5}', {part * 100 + i})" for i in range(20))
+        p.sql(f"INSERT INTO {table} VALUES {', '.join([values, f'(NULL, {part})', *extra])}")
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p = SmallProject(tmp_path_factory.mktemp("touched"), "touched", SCHEMA)
@@ -73,9 +80,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     p.sql(f"DROP TABLE IF EXISTS {BASE}")
     p.sql(f"CREATE TABLE {BASE} (k string, x int) USING iceberg TBLPROPERTIES ({MOR})")
     # several data files, so that a window touches some and not others
-    for part in range(4):
-        values = ", ".join(f"('k{i % 5}', {part * 100 + i})" for i in range(20))
-        p.sql(f"INSERT INTO {BASE} VALUES {values}, (NULL, {part}), ('k1', NULL)")
+    _fill_files(p, BASE, "('k1', NULL)")
     # identity-partitioned; `y` and the widening of `x` come later (files written before them)
     p.sql(f"DROP TABLE IF EXISTS {WIDE}")
     p.sql(
@@ -209,9 +214,7 @@ def test_deletion_vectors_pair_only_the_files_they_name(
     p.sql(f"DROP TABLE IF EXISTS {table}")
     p.sql(f"CREATE TABLE {table} (k string, x int) USING iceberg TBLPROPERTIES ({MOR})")
     p.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('format-version' = '3')")
-    for part in range(4):
-        values = ", ".join(f"('k{i % 5}', {part * 100 + i})" for i in range(20))
-        p.sql(f"INSERT INTO {table} VALUES {values}, (NULL, {part})")
+    _fill_files(p, table)
     p.model(model, select)
     assert p.dbt("run", "--select", model).success
     assert_equal_to_sql(p, f"{SCHEMA}.{model}", select, "build")

@@ -288,7 +288,8 @@ class Maintainer:
             self.session.run("build state", render.drop_state_sql(state))
             raise
         rows = self.session.state_rows()
-        keeps_view = in_place  # the view is the one there: same SQL, same state table
+        # In place the view is the one there (same SQL, same state table), and kept.
+        keeps_view = False
         main_sql = view.kept_sql(self.target.view)
         if not in_place:
             made = view.create_view_sql(
@@ -312,7 +313,7 @@ class Maintainer:
             timings=self.session.timings,
             rows=StateRows(inserted=rows),
             in_place=in_place,
-            keeps_view=keeps_view and not in_place,
+            keeps_view=keeps_view,
         )
 
     def _view_properties(self) -> dict[str, str] | None:
