@@ -22,6 +22,7 @@ from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.operators import state_merge, top_k, window
 from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, OLD
 from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
+from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaWrite
 
 SCHEMAS = {
     "s.a": [("k", "int"), ("x", "int")],
@@ -30,6 +31,7 @@ SCHEMAS = {
 }
 CHAIN = "select a.k, x, y, z from a join b on a.k = b.k join c on b.k = c.k"
 TYPES = {"k": "int", "x": "int", "__ivm_count__": "bigint"}
+META = MetaWrite(read='{"watermarks": {"a": 1}}', written='{"watermarks": {"a": 2}}')
 
 
 def _versions(term) -> dict[int, str]:
@@ -78,7 +80,7 @@ def test_a_left_join_adds_the_padded_rows_of_the_affected_keys_new_minus_old(
 
 def test_a_grouped_merge_deletes_groups_at_count_zero_and_inserts_new_ones():
     p = planned("select k, count(*) as n, sum(x) as s from a group by k", SCHEMAS)
-    merge = state_merge.merge_sql(p, "s.st", "s.d", None, "{}", TYPES)
+    merge = state_merge.merge_sql(p, "s.st", "s.d", None, META, TYPES)
     assert merge.startswith("MERGE INTO `s`.`st` AS s USING")
     assert "WHEN MATCHED AND d.__ivm_row__ = 1 THEN UPDATE SET __ivm_meta__ = d.__ivm_meta__" in (
         merge
@@ -89,20 +91,39 @@ def test_a_grouped_merge_deletes_groups_at_count_zero_and_inserts_new_ones():
 
 def test_an_ungrouped_merge_only_updates_its_one_row():
     p = planned("select count(*) as n, sum(x) as s from a", SCHEMAS)
-    merge = state_merge.merge_sql(p, "s.st", "s.d", None, "{}", TYPES)
+    merge = state_merge.merge_sql(p, "s.st", "s.d", None, META, TYPES)
     assert "THEN DELETE" not in merge and "INSERT" not in merge
     assert "WHEN MATCHED THEN UPDATE SET" in merge
 
 
 def test_a_window_commit_swaps_the_affected_partitions_in_one_merge():
     p = planned("select k, x, row_number() over (partition by k order by x) as r from a", SCHEMAS)
-    merge = window.merge_sql(p, "s.st", "s.affected", "s.recomputed", "{}", TYPES)
+    merge = window.merge_sql(p, "s.st", "s.affected", "s.recomputed", META, TYPES)
     clauses = merge[merge.index(" WHEN ") :]
     assert clauses == (
         " WHEN MATCHED AND d.__ivm_tag = 'm' THEN UPDATE SET __ivm_meta__ = d.__ivm_meta__"
         " WHEN MATCHED THEN DELETE"
         " WHEN NOT MATCHED AND d.__ivm_tag = 'i' THEN INSERT" + clauses[clauses.index(" (") :]
     )
+
+
+@pytest.mark.parametrize("kind", ["grouped", "window"])
+def test_a_commit_applies_only_over_the_metadata_row_it_read(kind):
+    """Both MERGE builders guard their source by the row the run read its watermarks from
+    (two runs of one model at once: the second applies nothing), and write the new row."""
+    import hashlib
+
+    if kind == "grouped":
+        p = planned("select k, count(*) as n from a group by k", SCHEMAS)
+        merge = state_merge.merge_sql(p, "s.st", "s.d", None, META, TYPES)
+    else:
+        p = planned("select k, x, rank() over (partition by k order by x) as r from a", SCHEMAS)
+        merge = window.merge_sql(p, "s.st", "s.affected", "s.recomputed", META, TYPES)
+    source = merge[: merge.index(" AS d ON ")]
+    read = hashlib.sha256(META.read.encode()).hexdigest()
+    guard = "WHERE EXISTS(SELECT 1 FROM `s`.`st` WHERE `__ivm_row__` = 1 AND SHA2("
+    assert guard in source and f"256) = '{read}')" in source, source
+    assert source.count('\'{"watermarks": {"a": 2}}\'') == 1, source
 
 
 def test_top_k_keeps_the_unlimited_result_and_limits_the_view():

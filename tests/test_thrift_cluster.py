@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,6 +39,8 @@ from own_process import run_script
 from small_project import SmallProject
 from targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
 from test_outer_join_cases import CASES, SCHEMA, Case, build_and_refresh, check_case
+
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import PAUSE_ENV
 
 #: Families of the differential harness that run through thrift in the default suite.
 #: Each takes a flow of the refresh runner over thrift's own paths (changelogs through
@@ -181,19 +185,15 @@ def test_ivm_consistent_thrift(outer_refreshed: SmallProject) -> None:
     assert not ok and statuses == {CASES[0].name: "fail"}, statuses
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect (issue 39): a run that reads the state's watermark before another run "
-    "commits and runs its MERGE after it applies the same delta again (seen in a clean-clone "
-    "run: both exit 0, the relation off by the change); the MERGE needs a guard on the "
-    "watermark it read",
-)
 def test_two_runs_refreshing_one_model_at_once_apply_each_change_once(
     tmp_path: Path, cluster_target: str
 ) -> None:
-    """Two `dbt run` processes refresh the same model through the server at once: both end
-    (the one whose commit loses may fail, saying so), the relation equals its SQL, and the
-    next change is refreshed exactly: no change applied twice, none lost."""
+    """Two `dbt run` processes refresh the same model through the server at once. Ordered
+    for the worst case: the first reads the watermarks and computes its delta, then waits
+    just before its commit while the second refreshes and commits the same change. The
+    first must then apply nothing (it fails, saying another run committed), the relation
+    equals its SQL, and the next change is refreshed exactly: no change applied twice, none
+    lost. (Without the commit's guard the first applied the change again and exited 0.)"""
     schema = "ivm_concurrent"
     p = SmallProject(tmp_path, "concurrent", schema, target=cluster_target)
     p.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
@@ -203,27 +203,29 @@ def test_two_runs_refreshing_one_model_at_once_apply_each_change_once(
     select = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {schema}.t group by k"
     p.model("m", select)
     p.run()
-    for round_ in range(2):
-        p.sql(f"INSERT INTO {schema}.t VALUES ('c', {round_}), ('a', 7)")
-        p.sql(f"DELETE FROM {schema}.t WHERE x = {3 + round_}")
-        command = [
-            sys.executable, "-m", "dbt.cli.main", "run",
-            "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path),
-        ]  # fmt: skip
-        runs = [
-            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for _ in range(2)
-        ]
-        outputs = [run.communicate(timeout=600)[0] for run in runs]
-        codes = [run.returncode for run in runs]
-        print(f"round {round_}: exit codes {codes}")
-        for code, output in zip(codes, outputs):
-            if code != 0:
-                said = [ln for ln in output.splitlines() if "Exception" in ln or "Error" in ln]
-                print("the failing run said:", "\n".join(said[:6])[:1500])
-                assert "another run committed to its state" in output, output[-3000:]
-        assert 0 in codes, outputs
-        assert p.bag(f"SELECT * FROM {schema}.m") == p.bag(select), (round_, codes, outputs)
+    p.sql(f"INSERT INTO {schema}.t VALUES ('c', 0), ('a', 7)")
+    p.sql(f"DELETE FROM {schema}.t WHERE x = 3")
+    command = [
+        sys.executable, "-m", "dbt.cli.main", "run",
+        "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path),
+    ]  # fmt: skip
+    resume = tmp_path / "resume"
+    paused = {**os.environ, PAUSE_ENV: f"recompute:{resume}"}
+    first = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=paused
+    )
+    deadline = time.monotonic() + 300
+    while not Path(f"{resume}.paused").exists() and first.poll() is None:
+        assert time.monotonic() < deadline, "the first run never reached its commit"
+        time.sleep(0.5)
+    second = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-3000:]
+    resume.write_text("go")
+    output = first.communicate(timeout=600)[0]
+    print("the first run said:", [ln for ln in output.splitlines() if "another run" in ln])
+    assert first.returncode != 0, output[-3000:]
+    assert "another run committed to its state" in output, output[-3000:]
+    assert p.bag(f"SELECT * FROM {schema}.m") == p.bag(select)
     p.sql(f"UPDATE {schema}.t SET x = x + 10 WHERE k = 'a'")
     p.run()
     assert p.bag(f"SELECT * FROM {schema}.m") == p.bag(select)

@@ -65,18 +65,18 @@ class UncapturableBaseError(BaseRelationError):
 
 
 class ConcurrentCommitError(IvmError):
-    """Another run committed to the state while this one refreshed it, and Iceberg refused
-    this run's commit (nothing of it was applied).
+    """Another run committed to the state while this one refreshed it: Iceberg refused this
+    run's commit, or the commit's guard on the metadata row it read left its changes out.
 
     >>> str(ConcurrentCommitError("m", "db.m__ivm_state", "Found conflicting files ..."))[:60]
     "ivm model 'm': another run committed to its state db.m__ivm_"
     """
 
-    def __init__(self, model: str, state: str, refusal: str) -> None:
+    def __init__(self, model: str, state: str, detail: str) -> None:
         super().__init__(
             f"ivm model '{model}': another run committed to its state {state} while this one "
-            f"refreshed it, and Iceberg refused this run's commit ({refusal[:300]}). Nothing of "
-            "this run was applied; the next run refreshes from what the other one committed."
+            f"refreshed it ({detail[:300]}). No change is applied twice: the state holds "
+            "whole commits only, and the next run refreshes from what is committed."
         )
 
 

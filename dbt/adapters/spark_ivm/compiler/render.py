@@ -18,6 +18,7 @@ only (re)created by a full build.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -341,9 +342,35 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
     return select
 
 
-def advance_meta_sql(state: str, meta: str) -> str:
-    """Advance only the watermarks (the changes did not affect the view): one commit."""
-    return f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))} WHERE {ROW} = 1"
+def meta_unchanged(state: str, read: str) -> exp.Expression:
+    """True while the state's metadata row is still `read`, the row this run read its
+    watermarks from. A refresh's commit holds it in the same statement: a run that read the
+    watermarks before another run of the model committed applies nothing (its delta is the
+    other's), where Iceberg alone sees no conflict once its MERGE starts after that commit.
+    The row is compared by its SHA-256, which keeps the statement short.
+
+    >>> print(sql(meta_unchanged("db.m", '{"watermarks": {}}')))  # doctest: +ELLIPSIS
+    EXISTS(SELECT 1 FROM `db`.`m` WHERE `__ivm_row__` = 1 AND SHA2(`__ivm_meta__`, 256) = 'e91c...')
+    """
+    digest = hashlib.sha256(read.encode("utf-8")).hexdigest()
+    probe = template(
+        "SELECT 1 FROM :state WHERE :row = 1 AND SHA2(:meta, 256) = :digest",
+        state=table(state),
+        row=col(ROW),
+        meta=col(META),
+        digest=text(digest),
+    )
+    return exp.Exists(this=probe)
+
+
+def advance_meta_sql(state: str, meta: str, read: str) -> str:
+    """Advance only the watermarks (the changes did not affect the view): one commit, of the
+    metadata row as it was read (`read`; no row is updated when another run moved it)."""
+    digest = hashlib.sha256(read.encode("utf-8")).hexdigest()
+    return (
+        f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))} "
+        f"WHERE {ROW} = 1 AND SHA2({META}, 256) = {sql(text(digest))}"
+    )
 
 
 def view_select(plan: Plan, state: str) -> str:

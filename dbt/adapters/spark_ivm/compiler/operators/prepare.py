@@ -43,10 +43,19 @@ class Run(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class MetaWrite:
+    """The metadata row a commit writes (`written`) over the one the run read (`read`): the
+    commit holds only while the state's row is still `read` (`render.meta_unchanged`)."""
+
+    read: str
+    written: str
+
+
 #: The metadata row a commit writes, given the state rows it inserts, updates and deletes:
 #: a refresh records them with its run (`runtime/cost.py`), and they are known only once the
 #: delta table is (the stats query), before the commit.
-MetaRow = Callable[[int, int, int], str]
+MetaRow = Callable[[int, int, int], MetaWrite]
 
 
 @dataclass(frozen=True)

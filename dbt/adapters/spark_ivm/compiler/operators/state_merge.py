@@ -21,13 +21,20 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT, RECOMPUTE_FLAG, RECOMPUTED
 from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT, TermRenderer
-from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Prepared, Run
+from dbt.adapters.spark_ivm.compiler.operators.prepare import (
+    MetaRow,
+    MetaWrite,
+    Names,
+    Prepared,
+    Run,
+)
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.render import (
     MATCHED,
     META,
     NEW_COUNT,
     ROW,
+    meta_unchanged,
     recompute_select,
     typed,
 )
@@ -133,7 +140,7 @@ def merge_sql(
     state: str,
     delta: str,
     recomputed: str | None,
-    meta: str,
+    meta: MetaWrite,
     types: Mapping[str, str],
 ) -> str:
     """The refresh's single commit: fold the delta into the state (keys matched with `<=>`),
@@ -161,7 +168,7 @@ def merge_sql(
     delta_columns += [RECOMPUTE_FLAG, MATCHED, NEW_COUNT]
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),
-        exp.alias_(text(meta), META, quoted=True),
+        exp.alias_(text(meta.written), META, quoted=True),
         *(exp.alias_(exp.null(), c, quoted=True) for c in [*delta_columns, *rc_cols]),
     )
     using = exp.union(source, meta_row, distinct=False)
@@ -190,7 +197,7 @@ def merge_sql(
         whens.append(
             When.not_matched(f"INSERT ({cols}) VALUES ({values})", f"d.{ROW} = 0 AND d.{COUNT} > 0")
         )
-    return merge_into(state, using, match, whens)
+    return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
 
 
 def stats_sql(delta: str) -> str:
@@ -226,6 +233,12 @@ def prepare(
         run.compute_scratch("recompute", recomputed_table, select)
     run.checkpoint("recompute")
     types = run.state_types()
-    meta = new_meta(inserted, updated, deleted)
-    commit = merge_sql(plan, names.state, names.delta, recomputed_table, meta, types)
+    commit = merge_sql(
+        plan,
+        names.state,
+        names.delta,
+        recomputed_table,
+        new_meta(inserted, updated, deleted),
+        types,
+    )
     return Prepared(commit, keys, inserted, updated, deleted, recomputed)

@@ -34,9 +34,21 @@ from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
-from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Prepared, Run
+from dbt.adapters.spark_ivm.compiler.operators.prepare import (
+    MetaRow,
+    MetaWrite,
+    Names,
+    Prepared,
+    Run,
+)
 from dbt.adapters.spark_ivm.compiler.plan import Plan, output_column
-from dbt.adapters.spark_ivm.compiler.render import META, ROW, full_term, with_meta_row
+from dbt.adapters.spark_ivm.compiler.render import (
+    META,
+    ROW,
+    full_term,
+    meta_unchanged,
+    with_meta_row,
+)
 from dbt.adapters.spark_ivm.compiler.render import typed as typed_as
 from dbt.adapters.spark_ivm.compiler.sql.merge import When, merge_into
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, null_safe_match, sql, table, text
@@ -163,7 +175,12 @@ def stats_sql(affected: str, recomputed: str) -> str:
 
 
 def merge_sql(
-    plan: Plan, state: str, affected: str, recomputed: str, meta: str, types: Mapping[str, str]
+    plan: Plan,
+    state: str,
+    affected: str,
+    recomputed: str,
+    meta: MetaWrite,
+    types: Mapping[str, str],
 ) -> str:
     """The refresh's single commit: delete the affected partitions' rows, insert their
     recomputed rows and advance the watermarks, in one MERGE.
@@ -202,7 +219,7 @@ def merge_sql(
     meta_row = exp.Select().select(
         exp.alias_(exp.Literal.string("m"), TAG, quoted=True),
         exp.alias_(exp.Literal.number(1), ROW, quoted=True),
-        exp.alias_(text(meta), META, quoted=True),
+        exp.alias_(text(meta.written), META, quoted=True),
         *(exp.alias_(typed(exp.null(), c), c, quoted=True) for c in columns),
     )
     using = exp.union(exp.union(inserted, deleted, distinct=False), meta_row, distinct=False)
@@ -226,7 +243,7 @@ def merge_sql(
         When.matched("DELETE"),
         When.not_matched(f"INSERT ({names}) VALUES ({values})", f"d.{TAG} = 'i'"),
     ]
-    return merge_into(state, using, match, whens)
+    return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
 
 
 def prepare(

@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, UncapturableBaseError
+from dbt.adapters.spark_ivm.compiler.errors import (
+    BaseRelationError,
+    ConcurrentCommitError,
+    UncapturableBaseError,
+)
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze, base_relations
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import keep_from_env
@@ -155,6 +159,21 @@ def read_meta(session: Session) -> Found:
         return Found(None, found_format)
     # None for a metadata row edited or damaged by hand: rebuild
     return Found(StateMeta.parse(rows[0][0], props.get("ivm.sql_hash")), found_format)
+
+
+def check_committed(session: Session, row: str) -> None:
+    """After a refresh's commit: fail when the state's metadata row is not `row`, the one
+    the commit wrote. The commit held only over the row the run read
+    (`render.meta_unchanged`): another run of the model committed first and this one's
+    changes were left out (or another committed right after it). Either way the state holds
+    whole commits only and the next run refreshes from it."""
+    found = _meta_rows(session)
+    if len(found) != 1 or found[0][0] != row:
+        raise ConcurrentCommitError(
+            session.model,
+            session.target.state,
+            "its metadata row is not the one this run read its watermarks from",
+        )
 
 
 def check_unmoved(session: Session, heads: dict[str, Head], live: frozenset[str]) -> None:

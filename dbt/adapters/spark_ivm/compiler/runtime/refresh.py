@@ -30,7 +30,7 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, ConcurrentCommitError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
-from dbt.adapters.spark_ivm.compiler.operators.prepare import Names, Prepared
+from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaWrite, Names, Prepared
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime import (
@@ -343,12 +343,15 @@ class Maintainer:
             for r, n in captured.counts.items()
         )
 
-        def meta_row(inserted: int, updated: int, deleted: int) -> str:
+        def meta_row(inserted: int, updated: int, deleted: int) -> MetaWrite:
             # The state rows are counted before the commit: the run records them in it.
             done = replace(run, rows=(inserted, updated, deleted))
-            return written(digest, plan, pinned, bases, cost.remembered(self.runs, done))
+            row = written(digest, plan, pinned, bases, cost.remembered(self.runs, done))
+            wrote.append(row)
+            return MetaWrite(read=meta.text, written=row)
 
-        new_meta = meta_row(0, 0, 0)  # a commit of the metadata row alone
+        wrote: list[str] = []  # the metadata row the commit writes: the last one made
+        new_meta = meta_row(0, 0, 0).written  # a commit of the metadata row alone
         prepared: Prepared | None = None
         statement: str | None = None
         live = frozenset(r for r, b in bases.items() if b.get("live"))
@@ -377,7 +380,7 @@ class Maintainer:
             statement = prepared.commit
             self.data_changed = prepared.changes_rows
         if statement is None and meta.moved(new_meta):
-            statement = render.advance_meta_sql(state, new_meta)
+            statement = render.advance_meta_sql(state, new_meta, meta.text)
         if statement is not None:
             facts.check_unmoved(self.session, heads, live)
             heads_before = self.session.current_heads([state]) if self.publish else None
@@ -388,6 +391,7 @@ class Maintainer:
                 if refusal is None:
                     raise
                 raise ConcurrentCommitError(self.model, state, refusal) from e
+            facts.check_committed(self.session, wrote[-1])
             self.committed = True
             self.session.checkpoint("commit")
             if heads_before is not None:

@@ -76,6 +76,8 @@ class StateMeta:
     outputs: Any
     #: The row as written, compared with the next one to skip a commit that changes nothing.
     recorded: dict[str, Any]
+    #: The row's text as read: the refresh's commit holds only while it is still the row.
+    text: str
 
     @property
     def facts(self) -> dict[str, Any] | None:
@@ -117,6 +119,7 @@ class StateMeta:
             bases=bases if isinstance(bases, dict) else None,
             outputs=recorded.get("outputs"),
             recorded=recorded,
+            text=text,
         )
 
 

@@ -57,8 +57,22 @@ class When:
 
 
 def merge_into(
-    state: str, using: exp.Expression, match: exp.Expression, whens: Sequence[When]
+    state: str,
+    using: exp.Expression,
+    match: exp.Expression,
+    whens: Sequence[When],
+    guard: exp.Expression | None = None,
 ) -> str:
-    """MERGE INTO `state` AS s USING (`using`) AS d ON `match`, then each WHEN in order."""
+    """MERGE INTO `state` AS s USING (`using`) AS d ON `match`, then each WHEN in order; with
+    a `guard`, the source rows only while it holds (else the MERGE changes nothing).
+
+    >>> from dbt.adapters.spark_ivm.compiler.sql.templates import template
+    >>> print(merge_into("db.t", template("SELECT 1 AS k"), template("s.k = d.k"),
+    ...     [When.matched("DELETE")], guard=template("EXISTS(SELECT 1 FROM db.g)")))
+    MERGE INTO `db`.`t` AS s USING (SELECT * FROM (SELECT 1 AS k) AS g WHERE EXISTS(SELECT 1 FROM db.g)) AS d ON s.k = d.k WHEN MATCHED THEN DELETE
+    """
+    if guard is not None:
+        alias = exp.TableAlias(this=exp.to_identifier("g"))
+        using = exp.select("*").from_(exp.Subquery(this=using, alias=alias)).where(guard)
     head = f"MERGE INTO {sql(table(state))} AS s USING ({sql(using)}) AS d ON {sql(match)}"
     return " ".join([head, *(w.sql() for w in whens)])
