@@ -229,6 +229,18 @@ def test_failed_upkeep_keeps_run_successful_and_relation_exact(
         after = _files(p, name)
         # Nothing was compacted or expired, and the refreshes did commit.
         assert after["snapshots"] > before[name]["snapshots"], (name, before[name], after)
+        # It cannot recur unseen: each warning counts the failures in a row, and
+        # ivm_explain shows them with the error.
+        state = f"{SCHEMA}.{name}__ivm_state"
+        said = [m for m in failures if f"upkeep of {state} failed" in m]
+        assert [m.split(" in a row")[0][-2:] for m in said] == ["(1", "(2"], said
+        assert (
+            _upkeep_line(p, name)
+            == (
+                "upkeep: failed 2 time(s) in a row, the state is neither compacted nor expired "
+                f"until it works; last error: {said[-1].split('retries: ')[1][:60]}"
+            )[:150]
+        ), name
     # The failure is dbt's warning event: `--warn-error` fails the run on it (the refresh
     # itself committed before its upkeep, so the relation is still exact).
     _change(p, rnd)
@@ -237,9 +249,24 @@ def test_failed_upkeep_keeps_run_successful_and_relation_exact(
     _assert_exact(p, "after a failed upkeep under --warn-error")
 
     monkeypatch.undo()
+    # Upkeep works again, and is due: the count goes.
+    monkeypatch.setattr(upkeep, "needs_compaction", lambda stats: True)
     _change(p, rnd)
     assert p.dbt("run").success
     _assert_exact(p, "after upkeep works again")
+    for name in MODELS:
+        assert _upkeep_line(p, name) is None, name
+        props = dict(p.sql(f"SHOW TBLPROPERTIES {SCHEMA}.{name}__ivm_state"))
+        assert upkeep.FAILURES not in props and upkeep.LAST_ERROR not in props, props
+
+
+def _upkeep_line(p: SmallProject, model: str) -> str | None:
+    """The `upkeep:` line of the model's `ivm_explain` (first 150 characters), or None."""
+    ok, lines = p.operation("ivm_explain", f"{{model: {model}}}")
+    assert ok, lines
+    found = [ln.strip() for ln in "\n".join(lines).splitlines() if ln.strip().startswith("upkeep:")]
+    assert len(found) <= 1, found
+    return found[0][:150] if found else None
 
 
 def _format_version(p: SmallProject, model: str) -> str:

@@ -61,30 +61,55 @@ def publish(session: Session, before: int | None, keys: tuple[str, list[str]] | 
 def keep_up(session: Session, published: bool) -> None:
     """After the commit: compact the state table and expire its old snapshots when due
     (`upkeep.py`; and the delta log's old entries where it keeps one, `published`). The
-    refresh is committed already, so a failure here only logs: the run succeeds and the
-    next refresh tries again."""
+    refresh is committed already, so a failure here only warns: the run succeeds and the
+    next refresh tries again. The state's properties count the failures in a row
+    (`upkeep.Failures`), which the warning and `ivm_explain` show; an upkeep that works
+    clears them."""
     state = session.target.state
     try:
-        if isinstance(session.executor, MetadataReader):
-            reader = session.executor
-            totals = session.timed("upkeep", lambda: reader.iceberg_snapshot_totals(state))
-            if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
-                return
-        stats = upkeep.parse_stats(session.fetch("upkeep", upkeep.stats_sql(state))[0])
-        # (read only for a compaction: what it runs depends on the table's format)
-        version = (
-            session.properties(state).get("format-version", "2")
-            if upkeep.needs_compaction(stats)
-            else upkeep.STATE_FORMAT
-        )
-        for label, statement in upkeep.statements(state, stats, version):
-            session.run(label, statement)
-        if published and upkeep.needs_expiry(stats):
-            assert stats.committed_at is not None
-            for statement in delta_log.trim_sqls(state, stats.committed_at):
-                session.run("expire", statement)
+        _keep_up(session, published)
     except Exception as e:  # noqa: BLE001 - upkeep must not fail a committed refresh
+        error = " ".join(str(e).split())
+        count = _count_failure(session, error)
         session.warn(
-            f"ivm model '{session.model}': upkeep of {state} failed, the refresh "
-            f"is committed and the next one retries: {' '.join(str(e).split())[:300]}"
+            f"ivm model '{session.model}': upkeep of {state} failed{count}, the refresh "
+            f"is committed and the next one retries: {error[:300]}"
         )
+
+
+def _count_failure(session: Session, error: str) -> str:
+    """Record one more upkeep failure in the state's properties; how the warning says the
+    count ('' when it cannot be recorded either)."""
+    state = session.target.state
+    try:
+        before = upkeep.Failures.of(session.properties(state))
+        session.run("upkeep", before.one_more(state, error))
+    except Exception:  # noqa: BLE001 - the warning still says that upkeep failed
+        return ""
+    return f" ({before.count + 1} in a row, see ivm_explain)"
+
+
+def _keep_up(session: Session, published: bool) -> None:
+    """Compact and expire when due; clear the failures counted before once it worked."""
+    state = session.target.state
+    if isinstance(session.executor, MetadataReader):
+        reader = session.executor
+        totals = session.timed("upkeep", lambda: reader.iceberg_snapshot_totals(state))
+        if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
+            return
+    stats = upkeep.parse_stats(session.fetch("upkeep", upkeep.stats_sql(state))[0])
+    # (read only for a compaction: what it runs depends on the table's format)
+    version = (
+        session.properties(state).get("format-version", "2")
+        if upkeep.needs_compaction(stats)
+        else upkeep.STATE_FORMAT
+    )
+    done = upkeep.statements(state, stats, version)
+    for label, statement in done:
+        session.run(label, statement)
+    if published and upkeep.needs_expiry(stats):
+        assert stats.committed_at is not None
+        for statement in delta_log.trim_sqls(state, stats.committed_at):
+            session.run("expire", statement)
+    if done and upkeep.Failures.of(session.properties(state)).count:
+        session.run("upkeep", upkeep.Failures.cleared(state))

@@ -19,6 +19,7 @@ Example (an aggregate over a join of two Iceberg tables; the lines as printed, a
         runs (UTC, oldest first):
           2026-11-28 03:10:05 build 9.1 s, rows +24 ~0 -0; snapshots db.nations 117, db.orders 8812
           2026-11-28 03:12:40 refresh 2.3 s, rows +1 ~3 -0, 1204331 bytes changed; snapshots db.nations 120
+        upkeep: failed 2 time(s) in a row, ... (only while it fails: upkeep.Failures)
         next run: refresh (ivm_refresh=auto): the change's files are 2 % of db.nations's ...
         input o = db.orders
         input n = db.nations
@@ -45,7 +46,7 @@ from dbt.adapters.spark_ivm.compiler.ir import JoinKind
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
-from dbt.adapters.spark_ivm.compiler.runtime import cost
+from dbt.adapters.spark_ivm.compiler.runtime import cost, upkeep
 from dbt.adapters.spark_ivm.compiler.runtime.chain import (
     AUX_SQL,
     STAGES,
@@ -234,6 +235,13 @@ class Explainer:
             self._say("runs (UTC, oldest first):", 2)
             for line in run_lines(runs):
                 self._say(line, 3)
+            failures = upkeep.Failures.of(maintainer.session.properties(target.state))
+            if failures.count:
+                self._say(
+                    f"upkeep: failed {failures.count} time(s) in a row, the state is neither "
+                    f"compacted nor expired until it works; last error: {failures.last_error}",
+                    2,
+                )
             self._next_run(maintainer, meta, heads, runs)
         if plan is None:
             self._say("planned at its first run, once the states it reads exist", 2)

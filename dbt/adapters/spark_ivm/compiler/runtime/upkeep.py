@@ -45,6 +45,12 @@ oldest metadata file after a commit once `METADATA_VERSIONS` previous ones are k
 refresh reads only a table's current metadata file; its snapshots, not old metadata files,
 serve `VERSION AS OF`.
 
+Failures. Upkeep runs after the refresh's commit, so a failure there only warns: the run
+succeeds and the next due refresh tries again. So that a failure cannot recur unseen forever,
+the state's properties count the failures since its last upkeep that worked
+(`FAILURES`, with the last error, `LAST_ERROR`): every warning says how many in a row,
+`ivm_explain` shows them, and the first upkeep that works clears them.
+
 Base tables are never touched: every statement here names the state table only.
 """
 
@@ -71,6 +77,10 @@ TARGET_FILE_BYTES = 512 * 1024 * 1024
 RETAIN_LAST = 5
 #: Snapshots at which old ones are expired.
 EXPIRE_AT = 16
+
+#: State table properties: upkeep failures since the last upkeep that worked, the last error.
+FAILURES = "ivm.upkeep_failures"
+LAST_ERROR = "ivm.upkeep_error"
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?$")
 
@@ -212,3 +222,44 @@ def statements(
         assert stats.committed_at is not None
         out.append(("expire", expire_sql(state, stats.committed_at)))
     return out
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Upkeep failures of a state since its last upkeep that worked, as its properties
+    record them (`FAILURES`, `LAST_ERROR`).
+
+    >>> Failures.of({FAILURES: "3", LAST_ERROR: "boom"})
+    Failures(count=3, last_error='boom')
+    >>> Failures.of({}).count, Failures.of({FAILURES: "x"}).count
+    (0, 0)
+    >>> print(Failures(2, "boom").one_more("db.m", "it broke 'again'"))
+    ALTER TABLE `db`.`m` SET TBLPROPERTIES ('ivm.upkeep_failures' = '3', 'ivm.upkeep_error' = 'it broke \\'again\\'')
+    >>> print(Failures(2, "boom").cleared("db.m"))
+    ALTER TABLE `db`.`m` UNSET TBLPROPERTIES IF EXISTS ('ivm.upkeep_failures', 'ivm.upkeep_error')
+    """
+
+    count: int
+    last_error: str | None
+
+    @classmethod
+    def of(cls, properties: Mapping[str, str]) -> Failures:
+        found = properties.get(FAILURES, "0")
+        return cls(int(found) if found.isdigit() else 0, properties.get(LAST_ERROR))
+
+    def one_more(self, state: str, error: str) -> str:
+        """Record one more failure, with its error (shortened to 300 characters)."""
+        count = sql(exp.Literal.string(str(self.count + 1)))
+        said = sql(exp.Literal.string(error[:300]))
+        return (
+            f"ALTER TABLE {sql(table(state))} SET TBLPROPERTIES "
+            f"('{FAILURES}' = {count}, '{LAST_ERROR}' = {said})"
+        )
+
+    @staticmethod
+    def cleared(state: str) -> str:
+        """Forget the failures: an upkeep worked."""
+        return (
+            f"ALTER TABLE {sql(table(state))} UNSET TBLPROPERTIES IF EXISTS "
+            f"('{FAILURES}', '{LAST_ERROR}')"
+        )
