@@ -124,6 +124,13 @@ def test_a_commit_applies_only_over_the_metadata_row_it_read(kind):
     guard = "WHERE EXISTS(SELECT 1 FROM `s`.`st` WHERE `__ivm_row__` = 1 AND SHA2("
     assert guard in source and f"256) = '{read}')" in source, source
     assert source.count('\'{"watermarks": {"a": 2}}\'') == 1, source
+    # No other process can commit to the state (the embedded metastore): no guard.
+    alone = MetaWrite(read=None, written=META.written)
+    if kind == "grouped":
+        unguarded = state_merge.merge_sql(p, "s.st", "s.d", None, alone, TYPES)
+    else:
+        unguarded = window.merge_sql(p, "s.st", "s.affected", "s.recomputed", alone, TYPES)
+    assert "EXISTS" not in unguarded and "SHA2" not in unguarded, unguarded
 
 
 def test_top_k_keeps_the_unlimited_result_and_limits_the_view():

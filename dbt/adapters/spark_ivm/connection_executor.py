@@ -14,7 +14,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.spark_ivm import session_metadata, staged_reads
+from dbt.adapters.spark_ivm import metastore_lock, session_metadata, staged_reads
 from dbt.adapters.spark_ivm.embedded import is_local_master
 
 logger = AdapterLogger("spark_ivm")
@@ -54,6 +54,17 @@ class ConnectionExecutor:
         name = ".".join(quote(part) for part in parts)
         spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
         return True
+
+    def sole_writer(self) -> bool:
+        """Can no other process commit to this session's tables? True for the embedded
+        session over the Derby metastore this process holds the lock on
+        (`metastore_lock.py`), its session catalog current (a named catalog's warehouse
+        could be another process's too): a refresh's commit then needs no guard against
+        another run of its model (`render.meta_unchanged`)."""
+        spark = self._local_session()
+        if spark is None or not metastore_lock.held():
+            return False
+        return bool(spark.catalog.currentCatalog() == "spark_catalog")
 
     def _local_session(self) -> Any:
         """The session dbt's statements run in, when this connection is the session method

@@ -83,3 +83,9 @@ def hold(database: Path) -> None:
     handle.write(f"pid {os.getpid()}, `{command[:200]}`, since {started}\n")
     handle.flush()
     _HELD[database] = handle
+
+
+def held() -> bool:
+    """Does this process hold an embedded metastore's lock (`hold`)? Then no other process
+    opens that metastore, nor commits to the tables it registers."""
+    return bool(_HELD)

@@ -363,14 +363,19 @@ def meta_unchanged(state: str, read: str) -> exp.Expression:
     return exp.Exists(this=probe)
 
 
-def advance_meta_sql(state: str, meta: str, read: str) -> str:
+def advance_meta_sql(state: str, meta: str, read: str | None) -> str:
     """Advance only the watermarks (the changes did not affect the view): one commit, of the
-    metadata row as it was read (`read`; no row is updated when another run moved it)."""
+    metadata row as it was read (`read`; no row is updated when another run moved it; None:
+    no other run can).
+
+    >>> print(advance_meta_sql("db.m", "{}", None))
+    UPDATE `db`.`m` SET __ivm_meta__ = '{}' WHERE __ivm_row__ = 1
+    """
+    update = f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))} WHERE {ROW} = 1"
+    if read is None:
+        return update
     digest = hashlib.sha256(read.encode("utf-8")).hexdigest()
-    return (
-        f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))} "
-        f"WHERE {ROW} = 1 AND SHA2({META}, 256) = {sql(text(digest))}"
-    )
+    return f"{update} AND SHA2({META}, 256) = {sql(text(digest))}"
 
 
 def view_select(plan: Plan, state: str) -> str:

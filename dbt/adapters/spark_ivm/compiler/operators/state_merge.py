@@ -197,7 +197,8 @@ def merge_sql(
         whens.append(
             When.not_matched(f"INSERT ({cols}) VALUES ({values})", f"d.{ROW} = 0 AND d.{COUNT} > 0")
         )
-    return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
+    guard = None if meta.read is None else meta_unchanged(state, meta.read)
+    return merge_into(state, using, match, whens, guard)
 
 
 def stats_sql(delta: str) -> str:

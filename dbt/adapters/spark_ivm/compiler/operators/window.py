@@ -243,7 +243,8 @@ def merge_sql(
         When.matched("DELETE"),
         When.not_matched(f"INSERT ({names}) VALUES ({values})", f"d.{TAG} = 'i'"),
     ]
-    return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
+    guard = None if meta.read is None else meta_unchanged(state, meta.read)
+    return merge_into(state, using, match, whens, guard)
 
 
 def prepare(

@@ -70,6 +70,16 @@ class FileScanReader(Protocol):
 
 
 @runtime_checkable
+class SoleWriter(Protocol):
+    """An executor that can tell whether no other process can commit to its tables."""
+
+    def sole_writer(self) -> bool:
+        """True only where no other run can commit to a table this one writes (the embedded
+        session over the metastore this process holds: `metastore_lock.py`)."""
+        ...
+
+
+@runtime_checkable
 class MetadataReader(Protocol):
     """An executor that can read Iceberg table metadata without a Spark job (the session
     method, `session_metadata.py`); each method returns None where it cannot, and the SQL

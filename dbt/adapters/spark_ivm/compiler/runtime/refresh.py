@@ -348,9 +348,10 @@ class Maintainer:
             done = replace(run, rows=(inserted, updated, deleted))
             row = written(digest, plan, pinned, bases, cost.remembered(self.runs, done))
             wrote.append(row)
-            return MetaWrite(read=meta.text, written=row)
+            return MetaWrite(read=read, written=row)
 
         wrote: list[str] = []  # the metadata row the commit writes: the last one made
+        read = meta.text if self.session.guards_commits() else None
         new_meta = meta_row(0, 0, 0).written  # a commit of the metadata row alone
         prepared: Prepared | None = None
         statement: str | None = None
@@ -380,7 +381,7 @@ class Maintainer:
             statement = prepared.commit
             self.data_changed = prepared.changes_rows
         if statement is None and meta.moved(new_meta):
-            statement = render.advance_meta_sql(state, new_meta, meta.text)
+            statement = render.advance_meta_sql(state, new_meta, read)
         if statement is not None:
             facts.check_unmoved(self.session, heads, live)
             heads_before = self.session.current_heads([state]) if self.publish else None
@@ -391,7 +392,8 @@ class Maintainer:
                 if refusal is None:
                     raise
                 raise ConcurrentCommitError(self.model, state, refusal) from e
-            facts.check_committed(self.session, wrote[-1])
+            if read is not None:
+                facts.check_committed(self.session, wrote[-1])
             self.committed = True
             self.session.checkpoint("commit")
             if heads_before is not None:
