@@ -14,7 +14,7 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.runtime.chain import aux_target
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import aux_target
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 
 SCHEMA = "ivm_aux_states"

@@ -33,10 +33,20 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.errors import Refusal, UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages, views
-from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations, catalogs_named
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
-from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, upstream
+from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, inputs, upstream
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
+    AUX_SQL,
+    CHOICE,
+    DEFAULT_MODE,
+    STAGES,
+    TOP_SQL,
+    aux_target,
+    drop_stages,
+    drop_state,
+)
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
@@ -46,34 +56,12 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     table_properties,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
-from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN, Mode, Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
-from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
-
-AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
-MODES = ("auto", "always", "never")
-#: Off unless asked for: on bench SF 1 (0.1 % changed, loaded machine) nation_revenue's
-#: refresh took 44 s with its auxiliary state against 10.6 s flat (bench/results/dataflow-journal.md).
-DEFAULT_MODE = "never"
-#: View properties recording the choice: "<mode>:<hash of the model SQL>", and the queries.
-CHOICE = "ivm.aux_choice"
-AUX_SQL = "ivm.aux_sql"
-TOP_SQL = "ivm.top_sql"
-#: View property: how many sub-query states (`stages.py`) the model keeps.
-STAGES = "ivm.stages"
-
-
-def aux_mode(configured: str | None, model: str) -> str:
-    """The model's `ivm_aux_states` setting (config, else environment, else never)."""
-    return model_setting(model, "ivm_aux_states", configured, AUX_ENV, MODES, DEFAULT_MODE)
-
-
-def aux_target(target: Target) -> Target:
-    return Target(target.schema, f"{target.identifier}__ivm_aux")
 
 
 @dataclass(kw_only=True)
@@ -169,25 +157,26 @@ class ChainMaintainer:
         return found
 
     def read_views(self, props: dict[str, str]) -> None:
-        """Replace the views the model reads by their queries (`views.py`)."""
+        """Replace the views the model reads by their queries (`inputs.read_views`)."""
         self.user_sql = self.user_sql or self.compiled_sql
         start = time.monotonic()
         try:
-            found = views.read_definitions(
-                self.executor.fetch, self.user_sql, self.target.schema.lower(), self.model
+            found = inputs.read_views(
+                self.executor,
+                self.user_sql,
+                self.target.schema.lower(),
+                self.model,
+                props.get(views.VIEWS),
             )
         finally:
             self.timings.append(("views", time.monotonic() - start))
-        self.view_digests = views.digests(found)
-        self.views_changed = views.changed(props.get(views.VIEWS), self.view_digests)
-        if found:
-            self.compiled_sql = views.expand(
-                self.user_sql, found, self.target.schema.lower(), self.model
-            )
+        self.view_digests, self.views_changed = found.digests, found.changed
+        if found.expanded_sql is not None:
+            self.compiled_sql = found.expanded_sql
 
     def copy_bases(self, sync: bool = True) -> dict[str, str]:
         """Read every base relation that keeps no snapshots through an Iceberg copy brought
-        level with it first (`capture/snapshot_diff.py`; `sync=False`: only read through the
+        level with it first (`inputs.sync_copy`; `sync=False`: only read through the
         copies, as they are). Returns the copies by base relation."""
         default_db = self.target.schema.lower()
         copies: dict[str, str] = {}
@@ -196,61 +185,27 @@ class ChainMaintainer:
             if found is not None and not is_iceberg(found):
                 copies[relation] = snapshot_diff.copy_name(self.target.view, relation)
         for relation, copy in copies.items() if sync else ():
-            self._sync_copy(relation, copy)
+            start = time.monotonic()
+            try:
+                synced = inputs.sync_copy(
+                    self.executor,
+                    relation,
+                    copy,
+                    self.properties_of(copy),
+                    self.layout.unpartitioned(),
+                    self.model,
+                )
+            finally:
+                self.timings.append(("snapshot diff", time.monotonic() - start))
+            self.known.pop(copy, None)
+            if synced.created:
+                self.created_copies.append(copy)
+            self.log(synced.said)
         self.compiled_sql = snapshot_diff.read_copies(self.compiled_sql, copies, default_db)
         return copies
 
-    def _sync_copy(self, relation: str, copy: str) -> None:
-        start = time.monotonic()
-        try:
-            columns = describe_columns(
-                self.executor.fetch(f"DESCRIBE TABLE {sql(table(relation))}")
-            )
-            found = self.properties_of(copy)
-            digest = snapshot_diff.schema_digest(columns)
-            if found is None or found.get(snapshot_diff.SOURCE_SCHEMA) != digest:
-                why = FIRST_RUN if found is None else "its columns changed"
-                for statement in snapshot_diff.create_copy_sql(
-                    relation, copy, columns, self.layout.unpartitioned()
-                ):
-                    self.executor.execute(statement)
-                self.known.pop(copy, None)
-                if found is None:
-                    self.created_copies.append(copy)
-                self.log(
-                    f"ivm model '{self.model}': {relation} keeps no snapshots: copied into "
-                    f"{copy} ({why}); its changes are read by snapshot diff"
-                )
-                return
-            rows = self.executor.fetch(snapshot_diff.differing_rows_sql(relation, copy, columns))
-            differing = int(rows[0][0])
-            if differing:
-                self.executor.execute(snapshot_diff.overwrite_copy_sql(relation, copy))
-            self.log(
-                f"ivm model '{self.model}': snapshot diff of {relation} against {copy}: "
-                f"{differing} distinct rows differ" + ("; copy overwritten" if differing else "")
-            )
-        finally:
-            self.timings.append(("snapshot diff", time.monotonic() - start))
-
     def check_catalogs(self) -> None:
-        """Refuse a relation named in a catalog other than the session's current one (where
-        the model, its states and every two-part name live); asks Spark only when the SQL
-        names a catalog."""
-        named = catalogs_named(self.compiled_sql, self.model)
-        if not named:
-            return
-        current = str(self.executor.fetch("SELECT current_catalog()")[0][0]).lower()
-        other = sorted(named - {current})
-        if other:
-            raise UnsupportedQueryError(
-                self.model,
-                f"a relation of catalog `{other[0]}`",
-                f"the session's current catalog is `{current}`",
-                "An ivm model reads relations of the catalog two-part names resolve in, where "
-                "it keeps its state: make that catalog the default (spark.sql.defaultCatalog) "
-                "or read the relation through a dbt model there.",
-            )
+        inputs.check_catalogs(self.executor, self.compiled_sql, self.model)
 
     def run(self) -> Outcome:
         self.check_catalogs()
@@ -285,25 +240,19 @@ class ChainMaintainer:
 
     def _stale_upstreams(self) -> list[str]:
         """What the run says of each upstream ivm model it reads that is behind its own base
-        tables (`upstream.py`), also logged now."""
+        tables (`inputs.stale_upstreams`), also logged now."""
         found = upstream.states(
             base_relations(self.compiled_sql, self.target.schema.lower(), self.model)
         )
-        notes: list[str] = []
+        if not found:
+            return []
         start = time.monotonic()
-        for state in found:
-            try:
-                rows = self.executor.fetch(render.meta_sql(state))
-                marks = upstream.watermarks(rows[0][0] if rows else None)
-                heads = self.session().current_heads(sorted(marks))
-            except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
-                continue
-            changed = upstream.behind(marks, {r: h.snapshot for r, h in heads.items()})
-            if changed:
-                notes.append(upstream.note(state, changed, self.model))
-                self.log(f"ivm model '{self.model}': {notes[-1]}")
-        if found:
-            self.timings.append(("upstream", time.monotonic() - start))
+        notes = inputs.stale_upstreams(
+            self.executor, found, self.session().current_heads, self.model
+        )
+        self.timings.append(("upstream", time.monotonic() - start))
+        for note in notes:
+            self.log(f"ivm model '{self.model}': {note}")
         return notes
 
     def _run(self, props: dict[str, str]) -> Outcome:
@@ -512,16 +461,3 @@ class ChainMaintainer:
         self._drop_stages(props, keep=len(done))
         summary = "; ".join([outcome.summary, *summaries])
         return replace(outcome, summary=summary, timings=timings + outcome.timings)
-
-
-def drop_state(executor: Executor, target: Target) -> None:
-    """Drop a state's view and state table."""
-    executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
-    executor.execute(render.drop_state_sql(target.state))
-
-
-def drop_stages(executor: Executor, target: Target, props: dict[str, str], keep: int) -> None:
-    """Drop the sub-query states numbered `keep` and up that the model's view properties
-    `props` record."""
-    for index in range(keep, int(props.get(STAGES, "0") or 0)):
-        drop_state(executor, stages.stage_target(target, index))

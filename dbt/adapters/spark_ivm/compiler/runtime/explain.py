@@ -47,11 +47,11 @@ from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.runtime import cost, upkeep
-from dbt.adapters.spark_ivm.compiler.runtime.chain import (
+from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
     STAGES,
     TOP_SQL,
-    ChainMaintainer,
     aux_target,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK

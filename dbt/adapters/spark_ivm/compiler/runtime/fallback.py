@@ -24,7 +24,7 @@ from dbt.adapters.spark_ivm.compiler.errors import (
     UncapturableBaseError,
     UnsupportedQueryError,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.chain import aux_target, drop_stages, drop_state
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import aux_target, drop_stages, drop_state
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
