@@ -44,11 +44,25 @@ FASTER_AT = {10.0: 0.01}
 NO_CHANGE_TARGET = 0.3  # seconds per model
 GROWTH_TARGET = 1.3  # ivm time at 0.1 % at the largest SF / at the smallest
 #: Steady state: the median refresh of the last STEADY_WINDOW rounds at most STEADY_TARGET
-#: times that of the first STEADY_WINDOW (the target is reported from 2 x STEADY_WINDOW rounds).
+#: times that of the first STEADY_WINDOW (the target is reported from 2 x STEADY_WINDOW rounds);
+#: a soak of SOAK_ROUNDS or more compares the first and last SOAK_WINDOW.
 STEADY_WINDOW = 10
+SOAK_ROUNDS = 200
+SOAK_WINDOW = 100
 STEADY_TARGET = 1.2
-#: The state table's file counts recorded after every steady-state refresh.
-STATE_COUNTS = ("data_files", "delete_files", "snapshots")
+#: The state table's file counts recorded after every steady-state refresh (metadata files:
+#: the `*.metadata.json` in its folder, absent from runs before they were counted).
+STATE_COUNTS = ("data_files", "delete_files", "snapshots", "metadata_files")
+
+
+def steady_window(rounds: int) -> int:
+    """How many rounds at each end a steady state compares.
+
+    >>> steady_window(50), steady_window(1000), steady_window(5)
+    (10, 100, 5)
+    """
+    window = SOAK_WINDOW if rounds >= SOAK_ROUNDS else STEADY_WINDOW
+    return min(window, rounds)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -164,7 +178,7 @@ def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any]
     rounds = steady.get("rounds") or []
     if not rounds:
         return None
-    window = min(STEADY_WINDOW, len(rounds))
+    window = steady_window(len(rounds))
     per_model: dict[str, dict[str, Any]] = {}
     for m in models:
         times = _model_times(rounds, "ivm", m)
@@ -348,14 +362,15 @@ def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str,
                 }
             )
     steady = summary.get("steady")
-    if steady and steady["rounds"] >= 2 * STEADY_WINDOW:
+    if steady and steady["rounds"] >= 2 * steady["window"]:
+        window = steady["window"]
         for model, row in steady["models"].items():
             if row["ratio"] is not None:
                 found.append(
                     {
                         "target": f"{model}: steady state, median refresh of the last "
-                        f"{STEADY_WINDOW} of {steady['rounds']} rounds within "
-                        f"{STEADY_TARGET:g}x of the first {STEADY_WINDOW}",
+                        f"{window} of {steady['rounds']} rounds within "
+                        f"{STEADY_TARGET:g}x of the first {window}",
                         "measured": _x(row["ratio"]),
                         "met": row["ratio"] <= STEADY_TARGET,
                     }
@@ -768,14 +783,15 @@ def _steady_markdown(steady: dict[str, Any], settings: dict[str, Any]) -> list[s
             f"({checks['passed']} of {checks['run']} checks passed{base_text}). First / last "
             f"{w}: median refresh of rounds 1-{w} and {n - w + 1}-{n}{overlap}. State files: "
             "the state table `<model>__ivm_state`'s current snapshot after each refresh (data "
-            "and delete files) and its snapshots, the most over the rounds / after the last."
+            "and delete files), its snapshots and the metadata files in its folder, the most "
+            "over the rounds / after the last."
         ),
         "",
         (
             f"| model | first {w} (s) | last {w} (s) | last / first | data files | delete files "
-            "| snapshots |"
+            "| snapshots | metadata files |"
         ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for model, row in steady["models"].items():
         counts = " | ".join(f"{_n(row[k]['max'])} / {_n(row[k]['last'])}" for k in STATE_COUNTS)

@@ -598,7 +598,18 @@ class Benchmark:
                     strict=True,
                 )
             }
+            found[model]["metadata_files"] = self.metadata_files(state) if row else None
         return found
+
+    def metadata_files(self, table: str) -> int | None:
+        """The `*.metadata.json` files in the table's metadata folder (a local warehouse;
+        None elsewhere): what `sql/layout.BOUNDED_METADATA` must keep bounded."""
+        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+        location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
+        if not location.startswith(("file:", "/")):
+            return None
+        folder = Path(location.removeprefix("file:")) / "metadata"
+        return len(list(folder.glob("*.metadata.json")))
 
     def steady(self, run: dict[str, Any], sf: float, count: int, fraction: float) -> None:
         """`count` change rounds in a row: change every base table and time the ivm refresh;

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from bench import checks, datagen, report
 from bench import run as bench_run
+from dbt.adapters.spark_ivm.compiler.sql.layout import METADATA_VERSIONS
 
 MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
 FRACTION = 0.01
@@ -166,6 +167,8 @@ def test_merge_on_read_base_tables_and_steady_state(
             state = r["state"][model]
             assert state["data_files"] >= 1 and state["snapshots"] >= 1, state
             assert state["delete_files"] >= 0 and state["records"] >= 1, state
+            # the metadata.json files of the state stay bounded (sql/layout.BOUNDED_METADATA)
+            assert 1 <= state["metadata_files"] <= METADATA_VERSIONS + 1, state
     s = results["summary"]["steady"]
     assert s["rounds"] == STEADY_ROUNDS and s["window"] == STEADY_ROUNDS
     assert s["checks"] == {"run": 4, "passed": 4}
@@ -180,10 +183,48 @@ def test_merge_on_read_base_tables_and_steady_state(
     assert "### Steady state, SF 0.01" in text and report.STEADY_PLOT in text
     for model in MODELS:
         assert re.search(
-            rf"^\| {model} \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x( \| [0-9]+ / [0-9]+){{3}} \|$",
+            rf"^\| {model} \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x( \| [0-9]+ / [0-9]+){{4}} \|$",
             text,
             re.MULTILINE,
         ), model
+
+
+def _repeated_steady(results: dict[str, Any], count: int, slower_from: int) -> dict[str, Any]:
+    """`results` with its one steady round repeated `count` times, nation_revenue twice as
+    slow from round `slower_from` on, checked every STEADY_CHECK_EVERY rounds and after the
+    last, as run.py does; its summary."""
+    (run,) = results["runs"]
+    template = run["steady"]["rounds"][0]
+    rounds = []
+    for number in range(1, count + 1):
+        r = copy.deepcopy(template)
+        r["round"] = number
+        if number % bench_run.STEADY_CHECK_EVERY and number != count:
+            r["full"], r["checks"] = None, []
+        for model in MODELS:
+            slower = model == "nation_revenue" and number >= slower_from
+            r["ivm"]["models"][model]["seconds"] = 2.0 if slower else 1.0
+        rounds.append(r)
+    run["steady"]["rounds"] = rounds
+    return report.summarize(results)
+
+
+def test_a_soak_compares_the_first_and_last_hundred(
+    tiny_run: tuple[dict[str, Any], Path, Path],
+) -> None:
+    """From 200 rounds (`--steady 1000`, issue 39) the report compares the first and last
+    hundred refreshes, and the state's files per round are kept."""
+    results = copy.deepcopy(tiny_run[0])
+    summary = _repeated_steady(results, 250, slower_from=151)
+    steady = summary["steady"]
+    assert steady["window"] == 100
+    assert steady["models"]["nation_revenue"]["ratio"] == pytest.approx(2.0)
+    for model in MODELS:
+        assert len(steady["models"][model]["metadata_files"]["per_round"]) == 250
+    results["summary"] = summary
+    text = report.markdown(results, "out")
+    assert "median refresh of rounds 1-100 and 151-250." in text
+    assert "within 1.2x of the first 100 | 2.0x | **no** |" in text
 
 
 def test_steady_state_target(tiny_run: tuple[dict[str, Any], Path, Path]) -> None:
@@ -191,20 +232,7 @@ def test_steady_state_target(tiny_run: tuple[dict[str, Any], Path, Path]) -> Non
     tiny run's steady round repeated, the later ones slower for one model; checked every
     STEADY_CHECK_EVERY rounds and after the last, as run.py does)."""
     results = copy.deepcopy(tiny_run[0])
-    (run,) = results["runs"]
-    template = run["steady"]["rounds"][0]
-    rounds = []
-    for number in range(1, 26):
-        r = copy.deepcopy(template)
-        r["round"] = number
-        if number % bench_run.STEADY_CHECK_EVERY and number != 25:
-            r["full"], r["checks"] = None, []
-        for model in MODELS:
-            slower = model == "nation_revenue" and number > 15
-            r["ivm"]["models"][model]["seconds"] = 2.0 if slower else 1.0
-        rounds.append(r)
-    run["steady"]["rounds"] = rounds
-    summary = report.summarize(results)
+    summary = _repeated_steady(results, 25, slower_from=16)
     steady = summary["steady"]
     assert steady["rounds"] == 25 and steady["window"] == report.STEADY_WINDOW
     assert steady["models"]["nation_revenue"]["ratio"] == pytest.approx(2.0)
