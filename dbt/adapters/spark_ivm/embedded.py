@@ -232,6 +232,10 @@ def default_session_parameters(
         # master the executors must reach the driver, so Spark's own choice stands.
         defaults["spark.driver.host"] = "127.0.0.1"
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
+    if user_parameters.get(metastore_lock.METASTORE_URIS):
+        # A metastore server grants Iceberg's commit lock: keep it (two writers' commits to
+        # one table are then serialised, docs/reference.md, *On a Spark cluster*).
+        del defaults["spark.hadoop.iceberg.engine.hive.lock-enabled"]
     if "spark.jars" not in user_parameters:
         defaults["spark.jars"] = str(find_iceberg_runtime_jar())
     if not _jvm_started():
@@ -255,6 +259,17 @@ def session_parameters(ivm_home: Path, user_parameters: Mapping[str, str]) -> di
 
     The one merge rather than override is ``spark.driver.extraJavaOptions``: the Derby log
     location is appended to the user's options unless they set ``derby.stream.error.file``.
+
+    Iceberg's commit lock is off only with the embedded Derby metastore, which never grants
+    it; a Hive metastore server (``spark.hadoop.hive.metastore.uris``) grants it, and with
+    one the lock stays on, as Iceberg has it:
+
+    >>> lock = "spark.hadoop.iceberg.engine.hive.lock-enabled"
+    >>> session_parameters(Path("/h"), {"spark.jars": "iceberg.jar"})[lock]
+    'false'
+    >>> hms = {"spark.jars": "iceberg.jar", "spark.hadoop.hive.metastore.uris": "thrift://hms:9083"}
+    >>> lock in session_parameters(Path("/h"), hms)
+    False
     """
     merged = default_session_parameters(ivm_home, user_parameters)
     for key, value in user_parameters.items():
