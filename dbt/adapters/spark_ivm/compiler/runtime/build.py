@@ -10,15 +10,25 @@ the new one differs (`view.ViewStatement`). A rebuild in place (`INSERT OVERWRIT
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace as with_fields
+
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
-from dbt.adapters.spark_ivm.compiler.errors import IvmError
+from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, IvmError
+from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, facts
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
+
+#: The metadata row a build commits, given the snapshots it pinned, what it trusts of each
+#: base (`base_tables.fingerprint`) and its run's record (`state_meta.written`).
+BuildMeta = Callable[[dict[str, int | None], dict, cost.Run], str]
 
 
 def partition_columns(plan: Plan, layout: Layout, model: str) -> list[str]:
@@ -84,3 +94,48 @@ def create_state(
     if publish:
         for statement in delta_log.create_sql(state, layout.unpartitioned()):
             session.run("delta log", statement)
+
+
+def write_state(
+    session: Session,
+    plan: Plan,
+    meta_row: BuildMeta,
+    run: cost.Run,
+    *,
+    in_place: bool,
+    replace: bool,
+    publish: bool,
+) -> int:
+    """Write the state from its inputs as they are now, pinned first; its data rows.
+
+    In place (`INSERT OVERWRITE`) or as a new table replacing any old one (`create_state`):
+    one commit either way. A base read live that got a commit meanwhile drops the new
+    state (its rows may hold a later commit than its watermarks say)."""
+    heads = session.current_heads(plan.query.relations)
+    session.checkpoint("capture")
+    read = plan.query.columns_read()
+    bases = {
+        r: base_tables.fingerprint(session.table_metadata(r, head), read[r], head.snapshot)
+        for r, head in heads.items()
+    }
+    pinned = {r: h.snapshot for r, h in heads.items()}
+    state = session.target.state
+    live = frozenset(r for r, b in bases.items() if b["live"])
+    versions = render.Versions(old={}, new=pinned, logs={}, live=live)
+    recorded = with_fields(run, inputs=cost.input_bytes(bases), snapshots=cost.reflecting(pinned))
+    meta = meta_row(pinned, bases, recorded)
+    renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
+    select = operator_of(plan).initial_select(plan, renderers, meta)
+    if in_place:
+        # One commit: readers see the old rows until it, and a reader of this model's
+        # delta log finds a commit with no entry and reads the version diff instead.
+        session.checkpoint(REBUILD_STEP)
+        session.run("build state", render.overwrite_state_sql(state, select))
+    else:
+        create_state(session, plan, select, replace=replace, publish=publish)
+    try:
+        facts.check_unmoved(session, heads, live)
+    except BaseRelationError:
+        session.run("build state", render.drop_state_sql(state))
+        raise
+    return session.state_rows()

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, ConcurrentCommitError
+from dbt.adapters.spark_ivm.compiler.errors import ConcurrentCommitError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaWrite, Names, Prepared
@@ -43,7 +43,7 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
     view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
-from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP, REPLACED_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REPLACED_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     FIRST_RUN,
@@ -256,38 +256,18 @@ class Maintainer:
     def _build(self, plan: Plan, digest: str, reason: str, in_place: bool = False) -> Outcome:
         how = "rebuild in place" if in_place else "full build"
         self.session.log(f"ivm model '{self.model}': {how} ({reason})")
-        heads = self._pin(plan.query.relations)
-        read = plan.query.columns_read()
-        bases = {
-            r: base_tables.fingerprint(self.session.table_metadata(r, head), read[r], head.snapshot)
-            for r, head in heads.items()
-        }
-        pinned = {r: h.snapshot for r, h in heads.items()}
-        state = self.target.state
-        live = frozenset(r for r, b in bases.items() if b["live"])
-        versions = render.Versions(old={}, new=pinned, logs={}, live=live)
-        inputs = cost.input_bytes(bases)
         mode = cost.REBUILD if in_place else cost.BUILD
-        run = cost.Run(mode, self.started_ms, None, 0, inputs, snapshots=cost.reflecting(pinned))
-        meta = written(digest, plan, pinned, bases, cost.remembered(self.runs, run))
-        renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
-        select = operator_of(plan).initial_select(plan, renderers, meta)
-        if in_place:
-            # One commit: readers see the old rows until it, and a reader of this model's
-            # delta log finds a commit with no entry and reads the version diff instead.
-            self.session.checkpoint(REBUILD_STEP)
-            self.session.run("build state", render.overwrite_state_sql(state, select))
-        else:
-            build.create_state(
-                self.session, plan, select, replace=self.existing == "view", publish=self.publish
-            )
-        try:
-            facts.check_unmoved(self.session, heads, live)
-        except BaseRelationError:
-            # Its rows may hold a later commit than its watermarks say: never refresh it.
-            self.session.run("build state", render.drop_state_sql(state))
-            raise
-        rows = self.session.state_rows()
+        rows = build.write_state(
+            self.session,
+            plan,
+            lambda pinned, bases, run: written(
+                digest, plan, pinned, bases, cost.remembered(self.runs, run)
+            ),
+            cost.Run(mode, self.started_ms, None, 0),
+            in_place=in_place,
+            replace=self.existing == "view",
+            publish=self.publish,
+        )
         # In place the view is the one there (same SQL, same state table), and kept.
         keeps_view = False
         main_sql = view.kept_sql(self.target.view)
