@@ -268,6 +268,10 @@ class Maintainer:
             replace=self.existing == "view",
             publish=self.publish,
         )
+        if in_place or self.existing == "view":
+            # The old state's snapshots stay until expired: a model rebuilt on every run
+            # (`ivm_refresh`, a change rewriting most of its inputs) kept all of them.
+            commit.keep_up(self.session, self.publish)
         # In place the view is the one there (same SQL, same state table), and kept.
         keeps_view = False
         main_sql = view.kept_sql(self.target.view)
