@@ -215,7 +215,7 @@ def test_two_runs_refreshing_one_model_at_once_apply_each_change_once(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=paused
     )
     deadline = time.monotonic() + 300
-    while not Path(f"{resume}.paused").exists() and first.poll() is None:
+    while not Path(f"{resume}.m.paused").exists() and first.poll() is None:
         assert time.monotonic() < deadline, "the first run never reached its commit"
         time.sleep(0.5)
     second = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600)

@@ -3,8 +3,9 @@
 `FAIL_ENV` names a step after which the run raises `InjectedFailure` (`STEPS` of a refresh,
 `REBUILD_STEP` and `REPLACED_STEP` of a rebuild): a failure between any two statements must leave the
 previous state readable and the next run exact. `PAUSE_ENV` (`step:path`) holds a run after
-a step until the file `path` exists, having written `path.paused`: a test orders two runs of
-one model with it (one commits while the other waits to).
+a step until the file `path` exists, having written `path.<model>.paused`: a test orders two
+runs of one model with it (one commits while the other waits to), or commits to a base table
+while a refresh waits.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def checkpoint(model: str, step: str) -> None:
     paused, _, path = os.environ.get(PAUSE_ENV, "").partition(":")
     if paused == step and path:
         resume = Path(path)
-        Path(f"{path}.paused").write_text(model)
+        Path(f"{path}.{model}.paused").write_text(model)
         deadline = time.monotonic() + PAUSE_LIMIT_S
         while not resume.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
