@@ -34,20 +34,14 @@ MODELS = {
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
-    p = SmallProject(tmp_path_factory.mktemp("producer"), "producer", SCHEMA)
+    p = SmallProject(tmp_path_factory.mktemp("producer"), "producer", SCHEMA).started()
     for name, select in MODELS.items():
         p.model(name, select)
-    p.start_spark()
-    p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    for t in ("facts", "dims"):
-        p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{t}")
-    p.sql(f"CREATE TABLE {SCHEMA}.facts (id int, k string, x int) USING iceberg")
-    p.sql(f"CREATE TABLE {SCHEMA}.dims (k string, label string) USING iceberg")
-    p.sql(
-        f"INSERT INTO {SCHEMA}.facts VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 3), "
-        "(4, NULL, 4), (5, 'c', NULL), (6, 'b', 3)"
+    facts = ["(1, 'a', 1)", "(2, 'a', 2)", "(3, 'b', 3)", "(4, NULL, 4)", "(5, 'c', NULL)"]
+    p.base_table("facts", "id int, k string, x int", *facts, "(6, 'b', 3)")
+    p.base_table(
+        "dims", "k string, label string", "('a', 'x')", "('b', 'y')", "('c', NULL)", "('d', 'z')"
     )
-    p.sql(f"INSERT INTO {SCHEMA}.dims VALUES ('a', 'x'), ('b', 'y'), ('c', NULL), ('d', 'z')")
     assert p.dbt("run").success
     return p
 
