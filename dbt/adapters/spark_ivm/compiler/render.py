@@ -342,24 +342,30 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
     return select
 
 
-def meta_unchanged(state: str, read: str) -> exp.Expression:
+def _meta_is(read: str) -> exp.Expression:
+    """The condition on a state row: it is the metadata row and its text is `read`, compared
+    by SHA-256 (which keeps the statement short)."""
+    digest = hashlib.sha256(read.encode("utf-8")).hexdigest()
+    return template(
+        ":row = 1 AND SHA2(:meta, 256) = :digest", row=col(ROW), meta=col(META), digest=text(digest)
+    )
+
+
+def meta_unchanged(state: str, read: str | None) -> exp.Expression | None:
     """True while the state's metadata row is still `read`, the row this run read its
-    watermarks from. A refresh's commit holds it in the same statement: a run that read the
-    watermarks before another run of the model committed applies nothing (its delta is the
-    other's), where Iceberg alone sees no conflict once its MERGE starts after that commit.
-    The row is compared by its SHA-256, which keeps the statement short.
+    watermarks from (None: no other process can commit to the state, no guard). A refresh's
+    commit holds it in the same statement: a run that read the watermarks before another run
+    of the model committed applies nothing (its delta is the other's), where Iceberg alone
+    sees no conflict once its MERGE starts after that commit.
 
     >>> print(sql(meta_unchanged("db.m", '{"watermarks": {}}')))  # doctest: +ELLIPSIS
     EXISTS(SELECT 1 FROM `db`.`m` WHERE `__ivm_row__` = 1 AND SHA2(`__ivm_meta__`, 256) = 'e91c...')
+    >>> meta_unchanged("db.m", None) is None
+    True
     """
-    digest = hashlib.sha256(read.encode("utf-8")).hexdigest()
-    probe = template(
-        "SELECT 1 FROM :state WHERE :row = 1 AND SHA2(:meta, 256) = :digest",
-        state=table(state),
-        row=col(ROW),
-        meta=col(META),
-        digest=text(digest),
-    )
+    if read is None:
+        return None
+    probe = exp.Select().select(exp.Literal.number(1)).from_(table(state)).where(_meta_is(read))
     return exp.Exists(this=probe)
 
 
@@ -371,11 +377,10 @@ def advance_meta_sql(state: str, meta: str, read: str | None) -> str:
     >>> print(advance_meta_sql("db.m", "{}", None))
     UPDATE `db`.`m` SET __ivm_meta__ = '{}' WHERE __ivm_row__ = 1
     """
-    update = f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))} WHERE {ROW} = 1"
+    update = f"UPDATE {sql(table(state))} SET {META} = {sql(text(meta))}"
     if read is None:
-        return update
-    digest = hashlib.sha256(read.encode("utf-8")).hexdigest()
-    return f"{update} AND SHA2({META}, 256) = {sql(text(digest))}"
+        return f"{update} WHERE {ROW} = 1"
+    return f"{update} WHERE {sql(_meta_is(read))}"
 
 
 def view_select(plan: Plan, state: str) -> str:

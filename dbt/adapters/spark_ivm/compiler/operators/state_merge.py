@@ -197,8 +197,7 @@ def merge_sql(
         whens.append(
             When.not_matched(f"INSERT ({cols}) VALUES ({values})", f"d.{ROW} = 0 AND d.{COUNT} > 0")
         )
-    guard = None if meta.read is None else meta_unchanged(state, meta.read)
-    return merge_into(state, using, match, whens, guard)
+    return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
 
 
 def stats_sql(delta: str) -> str:

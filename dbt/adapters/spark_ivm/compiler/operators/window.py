@@ -243,8 +243,7 @@ def merge_sql(
         When.matched("DELETE"),
         When.not_matched(f"INSERT ({names}) VALUES ({values})", f"d.{TAG} = 'i'"),
     ]
-    guard = None if meta.read is None else meta_unchanged(state, meta.read)
-    return merge_into(state, using, match, whens, guard)
+    return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
 
 
 def prepare(
