@@ -98,18 +98,16 @@ def _keep_up(session: Session, published: bool) -> None:
         if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
             return
     stats = upkeep.parse_stats(session.fetch("upkeep", upkeep.stats_sql(state))[0])
-    # (read only for a compaction: what it runs depends on the table's format)
-    version = (
-        session.properties(state).get("format-version", "2")
-        if upkeep.needs_compaction(stats)
-        else upkeep.STATE_FORMAT
-    )
-    done = upkeep.statements(state, stats, version)
-    for label, statement in done:
+    if not (upkeep.needs_compaction(stats) or upkeep.needs_expiry(stats)):
+        return
+    # Read once, when something is due: what a compaction runs depends on the table's format,
+    # and failures counted before are cleared once it worked.
+    properties = session.properties(state)
+    for label, statement in upkeep.statements(state, stats, properties.get("format-version", "2")):
         session.run(label, statement)
     if published and upkeep.needs_expiry(stats):
         assert stats.committed_at is not None
         for statement in delta_log.trim_sqls(state, stats.committed_at):
             session.run("expire", statement)
-    if done and upkeep.Failures.of(session.properties(state)).count:
+    if upkeep.Failures.of(properties).count:
         session.run("upkeep", upkeep.Failures.cleared(state))
