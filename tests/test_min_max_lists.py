@@ -12,7 +12,8 @@ base table:
 * a delta with more values than are kept (cut) meeting a stored list;
 * NaN, infinities and -0.0 doubles (one value with 0.0), NULL arguments, a NULL group key,
   and string maxima;
-* a state of the previous format (one value per MIN/MAX) is rebuilt, never read as lists.
+* a state of the previous format (one value per MIN/MAX) is rebuilt, never read as lists;
+* lists computed from the base table (the build, a recompute) bounded by a sample of 4 rows.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def test_min_max_lists_follow_deletes_and_inserts(
 ):
     p = project
     monkeypatch.setenv("DBT_SPARK_IVM_MIN_MAX_KEEP", "2")
+    # Lists computed from the base table count only the values up to a bound read from a
+    # sample of this many rows (`extremes.first_values`): smaller than the table, so it cuts.
+    monkeypatch.setenv("DBT_SPARK_IVM_MIN_MAX_SAMPLE", "4")
     # x, d and s sit in separate rows, so that one list's recompute cannot mask another's.
     rows = [
         "('a', 1, NULL, NULL)", "('a', 5, NULL, NULL)", "('a', 5, NULL, NULL)",

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from . import datagen
 from .compare import BagDiff, compare_bags, format_diff, format_rows, row_sort_key
 from .connection import SqlConnection
@@ -27,6 +29,10 @@ from .spec import Family, Table, check_unique_names, collect_tables
 
 MIN_MAX_KEEP_ENV = "DBT_SPARK_IVM_MIN_MAX_KEEP"
 MIN_MAX_KEEP = (1, 2, 3, 16)  # per round, seeded: values a MIN/MAX state lists per group
+MIN_MAX_SAMPLE_ENV = "DBT_SPARK_IVM_MIN_MAX_SAMPLE"
+#: Per round, seeded: rows of the sample a MIN/MAX list's bound is read from where a list
+#: is computed from the base tables; small ones cut the values counted (`first_values`).
+MIN_MAX_SAMPLE = (5, 40, 65536)
 
 HIDDEN_PREFIX = "__ivm_"
 TARGET_SCHEMA = "ivm_harness"
@@ -533,18 +539,14 @@ class Harness:
             t0 = time.monotonic()
             log = self.apply_changes(number, kind)
             t1 = time.monotonic()
-            # MIN/MAX states list this many values per group; a small, changing number
-            # drives lists past their end (cut, bound, recompute) in every round kind.
-            keep = random.Random(f"{self.config.seed}/{number}/keep").choice(MIN_MAX_KEEP)
-            previous = os.environ.get(MIN_MAX_KEEP_ENV)
-            os.environ[MIN_MAX_KEEP_ENV] = str(keep)
-            try:
+            # MIN/MAX states list this many values per group, from a sample of this many
+            # rows where a list is computed from the base tables; small, changing numbers
+            # drive lists past their end (cut, bound, recompute) in every round kind.
+            pick = random.Random(f"{self.config.seed}/{number}/keep")
+            with pytest.MonkeyPatch.context() as settings:
+                settings.setenv(MIN_MAX_KEEP_ENV, str(pick.choice(MIN_MAX_KEEP)))
+                settings.setenv(MIN_MAX_SAMPLE_ENV, str(pick.choice(MIN_MAX_SAMPLE)))
                 invocation = self.project.run(names) if names else InvocationResult(True, {}, None)
-            finally:
-                if previous is None:
-                    os.environ.pop(MIN_MAX_KEEP_ENV, None)
-                else:
-                    os.environ[MIN_MAX_KEEP_ENV] = previous
             self._corrupt(number, invocation.models)
             for name, result in invocation.models.items():
                 self.report.model_seconds[name] = (

@@ -32,7 +32,7 @@ from dbt.adapters.spark_ivm.compiler.operators.aggregates import (
     RECOMPUTED,
     ExtremeRule,
 )
-from dbt.adapters.spark_ivm.compiler.operators.aggregates.extremes import VALUE, WEIGHT_SUM
+from dbt.adapters.spark_ivm.compiler.operators.aggregates.extremes import VALUE
 from dbt.adapters.spark_ivm.compiler.operators.delta import (
     DELTA,
     NEW,
@@ -129,16 +129,13 @@ def _group(select: exp.Select, keys: list[exp.Expression]) -> exp.Select:
 
 
 def _values_select(plan: Plan, renderer: TermRenderer, term: Term, rule: ExtremeRule) -> exp.Select:
-    """Per key and distinct non-NULL argument value of `rule`: the value's count in `term`."""
+    """Per key, the first distinct non-NULL argument values of `rule` in `term`, each with
+    its count (`ExtremeRule.first_values`)."""
     arg = rule.arg()
-    projections = [
-        *zip(plan.key_columns, plan.keys),
-        (VALUE, arg),
-        (WEIGHT_SUM, template("COUNT(*)")),
-    ]
-    select = renderer.render(term, projections, with_weight=False)
-    select = select.where(exp.not_(exp.Is(this=arg.copy(), expression=exp.null())))
-    return select.group_by(*(k.copy() for k in plan.keys), arg.copy())
+    projections = [*zip(plan.key_columns, plan.keys), (VALUE, arg)]
+    rows = renderer.render(term, projections, with_weight=False)
+    rows = rows.where(exp.not_(exp.Is(this=arg.copy(), expression=exp.null())))
+    return rule.first_values(rows, plan.key_columns)
 
 
 def _with_ranked_lists(
