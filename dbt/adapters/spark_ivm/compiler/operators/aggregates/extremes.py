@@ -313,8 +313,9 @@ def first_values(
     earlier than R_g's, and every one of R_g's first `limit` values passes. What it saves:
     counting every distinct value shuffles a row per value (at SF 1 about a million line
     item prices; their list's build took 6.6 s, 2.1 s with the bound); the sample is the
-    first rows Spark reads (a LIMIT), so it costs little. The sample's values are grouped before they are
-    ranked, so they are distinct as GROUP BY sees them (-0.0 and 0.0 one value).
+    first rows Spark reads (a LIMIT), so it costs little. The sample's values are grouped
+    before they are ranked, so they are distinct as GROUP BY sees them (-0.0 and 0.0 one
+    value).
 
     >>> from dbt.adapters.spark_ivm.compiler.sql.templates import sql
     >>> print(sql(first_values(exp.select(VALUE).from_("r"), [], 3, ascending=False)))
