@@ -36,12 +36,11 @@ from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
-from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, inputs, upstream
+from dbt.adapters.spark_ivm.compiler.runtime import chain_stages, cost, inputs, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
     CHOICE,
     DEFAULT_MODE,
-    STAGES,
     TOP_SQL,
     aux_target,
     drop_stages,
@@ -50,7 +49,6 @@ from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
-    describe_columns,
     is_iceberg,
     relation_properties,
     table_properties,
@@ -390,74 +388,25 @@ class ChainMaintainer:
         drop_stages(self.executor, self.target, props, keep)
 
     def stage_tree(self) -> exp.Query:
-        """The model's SELECT ready to be cut into sub-query states (`stages.prepare`), its
-        result columns named as Spark names the model's own SELECT's (an unaliased
-        `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
-        default_db = self.target.schema.lower()
+        """The model's SELECT ready to be cut into sub-query states (`chain_stages`)."""
         probe = self.session()
-        relations = base_relations(self.compiled_sql, default_db, self.model)
-        tree = stages.prepare(
-            self.compiled_sql, self.model, facts.base_facts(probe, relations), default_db
-        )
-        names = describe_columns(
-            probe.fetch("describe query", f"DESCRIBE QUERY {self.compiled_sql}")
-        )
-        stages.name_outputs(tree, [name for name, _ in names])
+        tree = chain_stages.stage_tree(probe, self.compiled_sql)
         self.timings += probe.timings
         return tree
 
     def _staged(self, props: dict[str, str]) -> Outcome:
-        """A model with sub-query states (`stages.py`): each maintained in turn, innermost
-        first, then the model over them. A state rebuilt in this run rebuilds every state
-        after it (its readers' watermarks are of a table that was replaced)."""
-        default_db = self.target.schema.lower()
+        """A model with sub-query states (`chain_stages.run_stages`)."""
         if AUX_SQL in props:
             self._drop_aux()
-        tree = self.stage_tree()
-        handoff: dict[str, Handoff] = {}
-        done: list[Maintainer] = []
-        timings = list(self.timings)
-        summaries: list[str] = []
-        rebuilt: str | None = None
-        try:
-            while (sub := stages.innermost(tree)) is not None:
-                index = len(done)
-                target = stages.stage_target(self.target, index)
-                exists = self.properties_of(target.view) is not None
-                stage = self.maintainer(
-                    model=f"{self.model}__ivm_s{index}",
-                    compiled_sql=sql(sub.this),
-                    target=target,
-                    existing="view" if exists else None,
-                    keep_scratch=True,
-                    handoff=dict(handoff),
-                    rebuild_because=rebuilt,
-                )
-                done.append(stage)
-                first = stage.run()
-                if first.creates_view:
-                    if exists:
-                        self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
-                    self.executor.execute(first.main_sql)
-                if first.new_history:  # (rebuilt in place: readers read the overwrite)
-                    rebuilt = rebuilt or f"its sub-query state {target.view} was rebuilt"
-                elif stage.committed:
-                    handoff[target.state] = Handoff(keys=stage.changed_keys)
-                plan = stage.last_plan or stage.plan_state(default_db)
-                stages.read_state(sub, render.view_select(plan, target.state))
-                timings += [(f"s{index} {label}", s) for label, s in first.timings]
-                summaries.append(f"state {target.view}: {first.summary}")
-            top = self.maintainer(
-                compiled_sql=sql(tree),
-                user_sql=self.user_sql,
-                view_properties={STAGES: str(len(done))},
-                rebuild_because=rebuilt,
-                handoff=handoff,
-            )
-            outcome = top.run()
-        finally:
-            for stage in done:
-                stage.release_scratch()
-        self._drop_stages(props, keep=len(done))
-        summary = "; ".join([outcome.summary, *summaries])
-        return replace(outcome, summary=summary, timings=timings + outcome.timings)
+        outcome, kept = chain_stages.run_stages(
+            self.stage_tree(),
+            target=self.target,
+            model=self.model,
+            executor=self.executor,
+            maintainer=self.maintainer,
+            exists=lambda view: self.properties_of(view) is not None,
+            user_sql=self.user_sql,
+            timings=self.timings,
+        )
+        self._drop_stages(props, keep=kept)
+        return outcome
