@@ -13,6 +13,7 @@ group keys get updated to NULL and back, existing rows get exact duplicates.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -284,6 +285,38 @@ def _delete_row(table: Table, schema: str, rows: Sequence[Row], rng: random.Rand
     return f"DELETE FROM {schema}.{table.name} WHERE {_full_row_match(table, rng.choice(rows))}"
 
 
+def _delete_extremes(
+    table: Table, schema: str, rows: Sequence[Row], rng: random.Random
+) -> str | None:
+    """Delete the rows holding one column's one or two smallest (or largest) values. Those
+    values are the extreme of every group they are in, however a model groups or joins the
+    table, so every MIN/MAX list over the column loses its first values: a list that was
+    wrong about the values after them (a build's, a recompute's) shows in the relation."""
+    columns = [(i, c) for i, c in enumerate(table.cols) if c.type != "boolean"]
+    if not columns:
+        return None
+    i, col = rng.choice(columns)
+    present = {_rank(row[i]): row[i] for row in rows if row[i] is not None}
+    if not present:
+        return None
+    largest = rng.random() < 0.5
+    ends = sorted(present, reverse=largest)[: rng.randint(1, 2)]
+    where = " OR ".join(_eq(col, present[end]) for end in ends)
+    return f"DELETE FROM {schema}.{table.name} WHERE {where}"
+
+
+def _rank(value: Any) -> tuple[bool, Any]:
+    """A non-NULL value's place in Spark's order: NaN after every other double (and equal
+    to itself, as Spark compares it), -0.0 the same value as 0.0.
+
+    >>> sorted([_rank(1.0), _rank(float("nan")), _rank(-0.0)])[-1][0]
+    True
+    """
+    if isinstance(value, float) and math.isnan(value):
+        return (True, 0.0)
+    return (False, value + 0.0 if isinstance(value, float) else value)
+
+
 def _delete_all(table: Table, schema: str, rows: Sequence[Row], rng: random.Random) -> str:
     """Empty the table."""
     return f"DELETE FROM {schema}.{table.name}"
@@ -301,6 +334,7 @@ _MAKERS: tuple[tuple[StatementMaker, float, bool], ...] = (
     (_delete_group, 1.5, True),
     (_delete_pred, 1.5, True),
     (_delete_row, 0.7, True),
+    (_delete_extremes, 1.5, True),
     (_delete_all, 0.3, True),
 )
 
