@@ -29,7 +29,6 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
 FORMAT_VERSION = "5"  # 3: MIN/MAX states keep ranked value lists; 4: views record
@@ -65,8 +64,7 @@ def base_facts(session: Session, relations: list[str]) -> dict[str, list[tuple[s
                 "Create it with file_format='iceberg' (e.g. `+file_format: iceberg` for "
                 "seeds and table models), or use materialized='table' for this model.",
             )
-        rows = session.fetch("describe", f"DESCRIBE TABLE {sql(table(relation))}")
-        schemas[relation] = describe_columns(rows)
+        schemas[relation] = session.table_columns(relation)
     return schemas
 
 

@@ -108,6 +108,9 @@ class Maintainer:
     data_changed: bool = False  # this run's commit changed data rows of the state
     found_format: str | None = None  # the state format of the existing view (`facts.Found`)
     last_plan: Plan | None = None  # the plan of this run (None: no base changed, not planned)
+    # The planning facts of a state this run found unchanged: no base table's metadata moved
+    # since its last commit recorded them, so they plan it without a DESCRIBE (`plan_state`).
+    unchanged_facts: dict | None = None
     # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
     policy: cost.Policy = cost.Policy.AUTO
     runs: list[cost.Run] = field(default_factory=list)
@@ -128,7 +131,10 @@ class Maintainer:
         return found.meta
 
     def plan_state(self, default_db: str, recorded: dict | None = None) -> Plan:
-        """The state's plan (`facts.plan_state`)."""
+        """The state's plan (`facts.plan_state`), from the facts recorded with it where this
+        run found it unchanged."""
+        if recorded is None:
+            recorded = self.unchanged_facts
         return facts.plan_state(self.session, self.compiled_sql, default_db, recorded)
 
     # -- the two modes --------------------------------------------------------------------
@@ -151,6 +157,7 @@ class Maintainer:
             if all(meta.base(r).get("metadata") == h.metadata for r, h in heads.items()):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
+                self.unchanged_facts = meta.facts
                 return self._unchanged(heads)
             # Under every policy: the history is read only here, once a base changed.
             self.runs = self._history(meta)

@@ -242,20 +242,24 @@ class Session:
         self.metadata_read[head.metadata] = parsed
         return parsed
 
+    def table_columns(self, relation: str) -> list[tuple[str, str]]:
+        """A table's (column, type) pairs as `DESCRIBE TABLE` lists them, from the session's
+        catalog where it can answer (no statement: a DESCRIBE cost 0.04-0.056 s), else
+        DESCRIBEd (which raises for a relation that cannot be read)."""
+        found = None
+        if isinstance(self.executor, MetadataReader):
+            reader = self.executor
+            found = self.timed("describe", lambda: reader.iceberg_columns(relation))
+        if found is None:
+            found = describe_columns(
+                self.fetch("describe", f"DESCRIBE TABLE {sql(table(relation))}")
+            )
+        return found
+
     def state_types(self) -> dict[str, str]:
-        """The state table's column types (lower-case names), from the session's catalog
-        where it can answer (no statement: a DESCRIBE cost 0.04-0.056 s), else DESCRIBEd."""
+        """The state table's column types (lower-case names, `table_columns`)."""
         if self.columns is None:
-            state = self.target.state
-            found = None
-            if isinstance(self.executor, MetadataReader):
-                reader = self.executor
-                found = self.timed("describe", lambda: reader.iceberg_columns(state))
-            if found is None:
-                found = describe_columns(
-                    self.fetch("describe", f"DESCRIBE TABLE {sql(table(state))}")
-                )
-            self.columns = {n.lower(): t for n, t in found}
+            self.columns = {n.lower(): t for n, t in self.table_columns(self.target.state)}
         return self.columns
 
     def state_rows(self) -> int:
