@@ -9,7 +9,8 @@ its own state (docs/architecture.md, §4): an ivm state `<model>__ivm_s<i>` main
 first, by the ordinary rules. Its parent then reads that state table through the state's
 view SELECT, which does flatten (a projection and a filter of one table), so to the parent
 the state table is one more Iceberg base table with its own watermark. Each state commits
-on its own and records the snapshots of its inputs, like an auxiliary state (`chain.py`).
+on its own and records the snapshots of its inputs, like an auxiliary state
+(`runtime/chain_stages.py`).
 
     select c.region, count(*) n, sum(t.total) s
     from (select cust, sum(amount) total from db.orders group by cust) t

@@ -1,8 +1,8 @@
 """chain_stages: a model with sub-query states, maintained innermost first, then the model.
 
-A scalar sub-query, an IN / EXISTS whose inner query aggregates, or an aggregate over an
-aggregate is cut out of the model into a state of its own (`frontend/stages.py`), and the
-model reads that state's table instead. Each state is a `Maintainer` of its own with its own
+A sub-query in FROM or JOIN (or a CTE) that groups, aggregates or is DISTINCT, which is also
+what EXISTS / IN tests and scalar sub-queries become, is cut out of the model into a state of
+its own (`frontend/stages.py`), and the model reads that state's table instead. Each state is a `Maintainer` of its own with its own
 watermarks, so a failure between two states' commits leaves the later states at their old
 watermarks of the earlier states' tables, and the next run reads those changes from there.
 A state rebuilt in this run rebuilds every state after it: their watermarks are of a table
