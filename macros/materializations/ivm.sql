@@ -77,9 +77,12 @@
     {%- endif -%}
   {%- endif -%}
 
-  {% call statement('main') -%}
-    {{ result['main_sql'] }}
-  {%- endcall %}
+  {#- none where the run keeps the view as it is (a refresh, no change): nothing to run -#}
+  {%- if result['main_sql'] is not none -%}
+    {% call statement('main') -%}
+      {{ result['main_sql'] }}
+    {%- endcall %}
+  {%- endif -%}
   {#- adapter_response: the run's mode, reason and state rows (response.py) -#}
   {%- do store_result('main', response=result['response']) -%}
 

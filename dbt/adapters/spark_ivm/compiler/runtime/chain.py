@@ -333,7 +333,7 @@ class ChainMaintainer:
         )
         try:
             first = aux.run()
-            if first.creates_view:
+            if first.creates_view and first.main_sql is not None:
                 if exists:
                     self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
                 self.executor.execute(first.main_sql)

@@ -77,7 +77,7 @@ def run_stages(
             )
             done.append(stage)
             first = stage.run()
-            if first.creates_view:
+            if first.creates_view and first.main_sql is not None:
                 if there:
                     executor.execute(f"DROP VIEW IF EXISTS {sql(table(stage_at.view))}")
                 executor.execute(first.main_sql)

@@ -25,7 +25,6 @@ from enum import StrEnum
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
-from dbt.adapters.spark_ivm.compiler.runtime.view import kept_sql
 
 #: How to apply a held change, as the warning and the error say it.
 HOW_TO_APPLY = "run it with --full-refresh, or set on_configuration_change: apply (it is rebuilt)"
@@ -90,11 +89,11 @@ def held(
 ) -> Outcome | None:
     """What a run does with `change`, which would rebuild the model: None, rebuild
     (`apply`); a skipped run, warned (`continue`); `ConfigChangeError` (`fail`). The skipped
-    run's statement only refreshes Spark's cache of the view, as a run that finds no change.
+    run runs no statement, as a run that finds no change.
 
     >>> skipped = held(OnChange.CONTINUE, "m", "db.m", "its SQL changed", lambda _: None)
     >>> skipped.mode, skipped.main_sql
-    (<Mode.SKIP: 'skip'>, 'SELECT * FROM `db`.`m` LIMIT 0')
+    (<Mode.SKIP: 'skip'>, None)
     """
     if on_change is OnChange.APPLY:
         return None
@@ -107,7 +106,7 @@ def held(
     return Outcome(
         mode=Mode.SKIP,
         reason=change,
-        main_sql=kept_sql(view),
+        main_sql=None,
         summary=(
             f"skipped (on_configuration_change: continue): {change}; the relation was left as "
             "it was"

@@ -17,8 +17,8 @@ model that means:
     >>> outcome = empty_outcome(Target("db", "m"), None, "select 1 as k")
     >>> outcome.mode.value, outcome.main_sql
     ('empty', 'CREATE TABLE `db`.`m` USING iceberg AS select 1 as k')
-    >>> empty_outcome(Target("db", "m"), "view", "select 1 as k").main_sql
-    'SELECT * FROM `db`.`m` LIMIT 0'
+    >>> empty_outcome(Target("db", "m"), "view", "select 1 as k").main_sql is None
+    True
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from dbt.adapters.spark_ivm.compiler.runtime import explain
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
-from dbt.adapters.spark_ivm.compiler.runtime.view import kept_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: The reason an `--empty` run gives.
@@ -47,7 +46,7 @@ def empty_outcome(target: Target, existing: str | None, compiled_sql: str) -> Ou
         return Outcome(
             mode=Mode.SKIP,
             reason=EMPTY,
-            main_sql=kept_sql(target.view),
+            main_sql=None,
             summary=f"{EMPTY}: left as it is (its {existing} and state are not emptied)",
             rows=StateRows(),
         )

@@ -67,7 +67,11 @@ class Outcome:
 
     mode: Mode
     reason: str
-    main_sql: str
+    # The materialization's `main` statement: the view's CREATE, a table's CREATE .. AS; None
+    # where the run keeps the model's view as it is (a refresh, no change, a rebuild in place,
+    # a skipped run): then there is nothing to run (a `SELECT * FROM <view> LIMIT 0` cost
+    # 0.05-0.09 s a run, 2026-11-29).
+    main_sql: str | None
     summary: str
     timings: list[tuple[str, float]] = field(default_factory=list)
     # None: not known (a table rebuilt by `ivm_unsupported='rebuild'`)

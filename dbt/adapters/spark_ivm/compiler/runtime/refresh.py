@@ -198,7 +198,7 @@ class Maintainer:
         return Outcome(
             mode=Mode.REFRESH,
             reason="incremental",
-            main_sql=view.kept_sql(self.target.view),
+            main_sql=None,
             summary=f"no MERGE: no base table changed ({changes})",
             timings=self.session.timings,
             rows=StateRows(),
@@ -281,7 +281,7 @@ class Maintainer:
             commit.keep_up(self.session, self.publish)
         # In place the view is the one there (same SQL, same state table), and kept.
         keeps_view = False
-        main_sql = view.kept_sql(self.target.view)
+        main_sql: str | None = None
         if not in_place:
             made = view.create_view_sql(
                 self.target,
@@ -394,7 +394,7 @@ class Maintainer:
         return Outcome(
             mode=Mode.REFRESH,
             reason="incremental",
-            main_sql=view.kept_sql(self.target.view),
+            main_sql=None,
             summary=refresh_summary(changes, prepared, bool(found)),
             timings=self.session.timings,
             rows=refresh_rows(prepared),

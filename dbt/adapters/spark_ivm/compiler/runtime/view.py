@@ -185,18 +185,6 @@ def _create_view(view: str, clauses: str, properties: Mapping[str, str], select:
     return f"{head} TBLPROPERTIES ({properties_sql(properties)}) AS {select}"
 
 
-def kept_sql(view: str) -> str:
-    """The materialization's `main` statement of a run that keeps the model's view as it is
-    (a refresh, no change, a rebuild in place, a skipped run): it reads the view's shape and
-    no row. Not `REFRESH TABLE`, which Spark 3.5 cannot plan for a view of a named Iceberg
-    catalog (`No plan for RefreshTable`); the state's commit is what readers see anyway.
-
-    >>> kept_sql("db.m")
-    'SELECT * FROM `db`.`m` LIMIT 0'
-    """
-    return f"SELECT * FROM {sql(table(view))} LIMIT 0"
-
-
 def view_select(plan: Plan, state: str, top: TopK | None = None) -> str:
     """The view's query: the state's data rows as the model's result (its ORDER BY .. LIMIT
     applied where the model has one, `top_k.py`)."""
