@@ -88,6 +88,34 @@ def test_change_statements_cover_all_kinds() -> None:
     assert datagen.change_statement(table, "s", [], rng).startswith("INSERT")
 
 
+def test_extreme_deletes_hit_each_column_s_first_values() -> None:
+    """The extremes delete names a column's one or two smallest or largest values (NaN the
+    largest double, NULL never), so it removes every group's extreme they are in."""
+    table = Table("e", (Col("k", "string", key=True), Col("v", "int"), Col("x", "double")))
+    rows = [("a", 5, 1.0), ("a", 1, float("nan")), ("b", 3, -2.5), ("b", None, None)]
+    ordered = {  # each column's values in Spark's order, as the delete names them
+        "k": ["k = 'a'", "k = 'b'"],
+        "v": ["v = 1", "v = 3", "v = 5"],
+        "x": [
+            "x = CAST('-2.5' AS DOUBLE)",
+            "x = CAST('1.0' AS DOUBLE)",
+            "x = CAST('nan' AS DOUBLE)",
+        ],
+    }
+    ends: set[tuple[str, ...]] = set()
+    rng = random.Random(3)
+    for _ in range(300):
+        stmt = datagen._delete_extremes(table, "s", rows, rng)
+        assert stmt is not None and stmt.startswith("DELETE FROM s.e WHERE "), stmt
+        terms = stmt.removeprefix("DELETE FROM s.e WHERE ").split(" OR ")
+        order = ordered[terms[0].split(" ")[0]]
+        n = len(terms)
+        assert n in (1, 2) and set(terms) in (set(order[:n]), set(order[::-1][:n])), stmt
+        ends.add(tuple(sorted(terms)))
+    assert ("v = 5",) in ends and ("x = CAST('nan' AS DOUBLE)",) in ends  # the largest
+    assert ("v = 1", "v = 3") in ends  # the two smallest
+
+
 def test_replay_is_deterministic() -> None:
     """The same seed gives the same data and changes."""
     table = FAMILIES[0].tables[0]
