@@ -45,6 +45,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     aux_target,
     drop_stages,
     drop_state,
+    make_view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
@@ -333,10 +334,7 @@ class ChainMaintainer:
         )
         try:
             first = aux.run()
-            if first.creates_view and first.main_sql is not None:
-                if exists:
-                    self.executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
-                self.executor.execute(first.main_sql)
+            make_view(self.executor, target, first, exists)
             # A's change reaches the model in this run as the keys A's refresh changed,
             # read so only where A's commit is the one change since the model's watermark
             # of A's state (`Handoff.covers`).

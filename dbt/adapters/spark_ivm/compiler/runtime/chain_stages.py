@@ -2,9 +2,10 @@
 
 A sub-query in FROM or JOIN (or a CTE) that groups, aggregates or is DISTINCT, which is also
 what EXISTS / IN tests and scalar sub-queries become, is cut out of the model into a state of
-its own (`frontend/stages.py`), and the model reads that state's table instead. Each state is a `Maintainer` of its own with its own
-watermarks, so a failure between two states' commits leaves the later states at their old
-watermarks of the earlier states' tables, and the next run reads those changes from there.
+its own (`frontend/stages.py`), and the model reads that state's table instead. Each state
+is a `Maintainer` of its own with its own watermarks, so a failure between two states'
+commits leaves the later states at their old watermarks of the earlier states' tables, and
+the next run reads those changes from there.
 A state rebuilt in this run rebuilds every state after it: their watermarks are of a table
 that was replaced.
 """
@@ -20,13 +21,13 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.runtime import facts
-from dbt.adapters.spark_ivm.compiler.runtime.chain_states import STAGES
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import STAGES, make_view
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, describe_columns
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 
 def stage_tree(probe: Session, compiled_sql: str) -> exp.Query:
@@ -77,10 +78,7 @@ def run_stages(
             )
             done.append(stage)
             first = stage.run()
-            if first.creates_view and first.main_sql is not None:
-                if there:
-                    executor.execute(f"DROP VIEW IF EXISTS {sql(table(stage_at.view))}")
-                executor.execute(first.main_sql)
+            make_view(executor, stage_at, first, there)
             if first.new_history:  # (rebuilt in place: readers read the overwrite)
                 rebuilt = rebuilt or f"its sub-query state {stage_at.view} was rebuilt"
             elif stage.committed:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -41,6 +42,17 @@ def aux_target(target: Target) -> Target:
     'db.m__ivm_aux'
     """
     return Target(target.schema, f"{target.identifier}__ivm_aux")
+
+
+def make_view(executor: Executor, target: Target, outcome: Outcome, exists: bool) -> None:
+    """Create the view of an auxiliary or sub-query state where its run built the state
+    anew (`Outcome.creates_view`), dropping the one there (`exists`) first; a run that keeps
+    the view does nothing."""
+    if not outcome.creates_view or outcome.main_sql is None:
+        return
+    if exists:
+        executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
+    executor.execute(outcome.main_sql)
 
 
 def drop_state(executor: Executor, target: Target) -> None:
