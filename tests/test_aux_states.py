@@ -14,8 +14,8 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.runtime.chain_states import aux_target
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
+from dbt.adapters.spark_ivm.compiler.dataflow import aux_target
+from dbt.adapters.spark_ivm.compiler.relations import Target
 
 SCHEMA = "ivm_aux_states"
 MODEL = "aux_revenue"

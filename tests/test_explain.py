@@ -125,9 +125,17 @@ def test_outer_join_nested_and_aux_states(project: SmallProject) -> None:
         text
     )
     assert "state (over its sub-query states)" in text, text
+    # the dataflow first: the states in the order a run maintains them
+    flow = [line.strip() for line in lines[1:4]]
+    assert flow == [
+        "dataflow of 'nested': 2 states, maintained in this order",
+        f"1. sub-query state {SCHEMA}.nested__ivm_s0",
+        f"2. the model's state {SCHEMA}.nested, reads 1",
+    ], text
     ok, lines = explain(project, "{model: with_aux}")
     text = "\n".join(lines)
     assert ok and f"auxiliary state (the facts pre-aggregated by join key) {SCHEMA}." in text
+    assert f"1. auxiliary state {SCHEMA}.with_aux__ivm_aux" in text, text
     assert "state (over the auxiliary state and the dimension)" in text, text
     ok, lines = explain(project, "{model: over_view}")
     text = "\n".join(lines)

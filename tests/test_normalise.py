@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.spark_ivm.compiler import dataflow
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.relations import Target
 
 SCHEMAS = {
     "db.t": [("k", "int"), ("x", "int")],
@@ -143,15 +145,12 @@ def test_sub_query_tests_and_values_no_rule_keeps_exact_are_refused_by_name(sql,
         stages.prepare(sql, "m", SCHEMAS, "db")
 
 
-def _state_bodies(tree) -> list[str]:
-    """The SELECT of each state `tree` is cut into, innermost first."""
-    from dbt.adapters.spark_ivm.compiler.frontend import stages
-
-    bodies = []
-    while (sub := stages.innermost(tree)) is not None:
-        bodies.append(sub.this.sql("spark"))
-        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
-    return bodies
+def _cut(tree, view: str = "SELECT 1 AS k0 FROM db.v") -> tuple[list[str], str]:
+    """The SELECT of each state `tree` is cut into, innermost first (`dataflow.cut`), and
+    the model's SELECT, each state read through `view` (a stand-in for its view SELECT)."""
+    flow = dataflow.cut(tree, Target("db", "m"), "m")
+    views = dict.fromkeys(range(len(flow.states)), view)
+    return [s.sql(views) for s in flow.sub_queries], flow.top.sql(views)
 
 
 def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
@@ -164,12 +163,13 @@ def test_exists_in_and_scalar_sub_queries_become_joins_with_states():
         SCHEMAS,
         "db",
     )
-    assert _state_bodies(tree) == [
+    bodies, model = _cut(tree)
+    assert bodies == [
         "SELECT DISTINCT v.k AS k0 FROM db.v AS v WHERE v.z > 0",
         "SELECT DISTINCT u.y AS k0 FROM db.u AS u",
         "SELECT u.k AS k0, COUNT(*) AS v FROM db.u AS u GROUP BY u.k",
     ]
-    assert "COALESCE(ivm_scalar0.v, 0) AS n" in tree.sql("spark")
+    assert "COALESCE(ivm_scalar0.v, 0) AS n" in model
 
 
 def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation_key():
@@ -184,7 +184,7 @@ def test_not_in_keeps_a_distinct_state_and_an_empty_or_null_flag_per_correlation
         SCHEMAS,
         "db",
     )
-    assert _state_bodies(tree) == [
+    assert _cut(tree)[0] == [
         "SELECT DISTINCT u.k AS k0, u.y AS k1 FROM db.u AS u",
         (
             "SELECT u.k AS k0, MAX(CASE WHEN u.y IS NULL THEN 2 ELSE 1 END) AS v FROM db.u AS u "
@@ -207,9 +207,10 @@ def test_not_in_with_a_constant_joins_a_one_row_state():
     tree = stages.prepare(
         "select t.k from t where 5 not in (select u.y from u)", "m", SCHEMAS, "db"
     )
-    assert _state_bodies(tree)[0] == "SELECT MAX(1) AS k0 FROM db.u AS u WHERE u.y = 5"
-    assert "JOIN (SELECT 1 AS k0 FROM db.v) AS ivm_semi0 ON TRUE" in tree.sql("spark")
-    assert "LEFT JOIN" not in tree.sql("spark")
+    bodies, model = _cut(tree)
+    assert bodies[0] == "SELECT MAX(1) AS k0 FROM db.u AS u WHERE u.y = 5"
+    assert "JOIN (SELECT 1 AS k0 FROM db.v) AS ivm_semi0 ON TRUE" in model
+    assert "LEFT JOIN" not in model
 
 
 def test_in_compares_a_string_with_a_number_as_text_like_spark():
@@ -285,9 +286,8 @@ def test_exists_and_scalar_comparisons_join_their_states_inner_not_exists_left()
         SCHEMAS,
         "db",
     )
-    while (sub := stages.innermost(tree)) is not None:  # each state read as a stand-in
-        stages.read_state(sub, "SELECT k AS k0, y AS v, y AS v1 FROM db.u")
-    q = analyze(tree.sql("spark"), "m", SCHEMAS, "db")
+    _, model = _cut(tree, "SELECT k AS k0, y AS v, y AS v1 FROM db.u")  # stand-in states
+    q = analyze(model, "m", SCHEMAS, "db")
     assert [(s.kind.value, q.inputs[s.index].alias) for s in q.steps] == [
         ("inner", "ivm_scalar0"),  # EXISTS
         ("inner", "ivm_scalar1"),  # the scalar sub-query

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.spark_ivm.compiler import dataflow
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.operators import top_k
+from dbt.adapters.spark_ivm.compiler.relations import Target
 
 SCHEMAS = {
     "db.t": [("k", "int"), ("x", "int")],
@@ -22,11 +24,9 @@ SCHEMAS = {
 def _prepared(sql: str) -> tuple[list[str], str]:
     """The state SELECTs (innermost first) and the model's SELECT over them."""
     tree = stages.prepare(sql, "m", SCHEMAS, "db")
-    bodies = []
-    while (sub := stages.innermost(tree)) is not None:
-        bodies.append(sub.this.sql("spark"))
-        stages.read_state(sub, "SELECT 1 AS k0 FROM db.v")  # stands in for a state's view
-    return bodies, tree.sql("spark")
+    flow = dataflow.cut(tree, Target("db", "m"), "m")
+    views = dict.fromkeys(range(len(flow.states)), "SELECT 1 AS k0 FROM db.v")  # stand-ins
+    return [s.sql(views) for s in flow.sub_queries], flow.top.sql(views)
 
 
 def test_a_having_with_a_sub_query_filters_the_aggregate_kept_as_a_state():

@@ -9,13 +9,13 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler import dataflow, render
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, plan
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime.explain import plan_lines
-from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 SCHEMAS = {
     "db.t": [("k", "string"), ("x", "int")],
@@ -147,19 +147,19 @@ def test_a_set_operation_branch_that_aggregates_becomes_a_sub_query_state():
     )
     assert stages.needed(select)
     assert not stages.needed("select k, x from t union all select k, y from u")
-    tree = stages.prepare(select, "m", SCHEMAS, "db")
-    cut = []
-    while (sub := stages.innermost(tree)) is not None:
-        cut.append(sub.alias)
-        k, n = sub.this.named_selects  # a state's view keeps the sub-query's names
-        stages.read_state(
-            sub,
-            f"select __ivm_k0 as `{k}`, __ivm_count__ as `{n}` from db.s__ivm_state "
-            "where __ivm_row__ = 0",
-        )
-    assert sorted(cut) == ["__ivm_u0", "__ivm_u2"]  # named by their place among the operands
+    flow = dataflow.cut(stages.prepare(select, "m", SCHEMAS, "db"), Target("db", "m"), "m")
+    views = {
+        # a state's view keeps the sub-query's names
+        i: "select __ivm_k0 as `{}`, __ivm_count__ as `{}` from db.s__ivm_state "
+        "where __ivm_row__ = 0".format(*s.select.named_selects)
+        for i, s in enumerate(flow.sub_queries)
+    }
+    model = flow.top.sql(views)
+    assert len(flow.sub_queries) == 2
+    # named by their place among the operands
+    assert ") AS __ivm_u0 " in model and ") AS __ivm_u2" in model and "__ivm_u1" not in model
     state = [("__ivm_row__", "int"), ("__ivm_k0", "string"), ("__ivm_count__", "bigint")]
-    query = analyze(tree.sql("spark"), "m", {**SCHEMAS, "db.s__ivm_state": state}, "db")
+    query = analyze(model, "m", {**SCHEMAS, "db.s__ivm_state": state}, "db")
     assert len(query.branches) == 3 and not any(b.is_aggregate for b in query.branches)
 
 
@@ -169,18 +169,18 @@ def _cut(select: str) -> tuple[list[tuple[str, Plan]], Plan]:
     model's plan."""
     schemas = dict(SCHEMAS)
     assert stages.needed(select)
-    tree = stages.prepare(select, "m", schemas, "db")
+    flow = dataflow.cut(stages.prepare(select, "m", schemas, "db"), Target("db", "m"), "m")
     cut: list[tuple[str, Plan]] = []
-    while (sub := stages.innermost(tree)) is not None:
-        query = analyze(sql(sub.this), f"m__ivm_s{len(cut)}", schemas, "db")
-        the_plan = plan(query, [(name, "string") for name in sub.this.named_selects], [])
-        state = f"db.m__ivm_s{len(cut)}__ivm_state"
-        schemas[state] = [("__ivm_row__", "int")] + [
+    views: dict[int, str] = {}
+    for index, node in enumerate(flow.sub_queries):
+        query = analyze(node.sql(views), node.name, schemas, "db")
+        the_plan = plan(query, [(name, "string") for name in node.select.named_selects], [])
+        schemas[node.target.state] = [("__ivm_row__", "int")] + [
             (c, "string" if c.startswith("__ivm_k") else "bigint") for c in the_plan.state_columns
         ]
-        cut.append((sql(sub.this), the_plan))
-        stages.read_state(sub, render.view_select(the_plan, state))
-    top = analyze(tree.sql("spark"), "m", schemas, "db")
+        cut.append((node.sql(views), the_plan))
+        views[index] = render.view_select(the_plan, node.target.state)
+    top = analyze(flow.top.sql(views), "m", schemas, "db")
     return cut, plan(top, [("k", "string")], [])
 
 

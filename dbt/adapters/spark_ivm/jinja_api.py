@@ -19,6 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import contract, response
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import cleanup, empty, explain, fallback, upstream
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import aux_mode
@@ -26,7 +27,6 @@ from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange
 from dbt.adapters.spark_ivm.compiler.runtime.cost import refresh_policy
 from dbt.adapters.spark_ivm.compiler.runtime.executor import describe_columns, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.view import (
     MODEL_SQL,
     DescribedView,

@@ -5,12 +5,13 @@ and scalar sub-queries joins with aggregates, `scalar.py`.)
 
 A sub-query in FROM or JOIN (or a CTE, inlined at each use) that groups, aggregates or is
 DISTINCT does not flatten into its parent's SELECT. It is an operator of the dataflow with
-its own state (docs/architecture.md, §4): an ivm state `<model>__ivm_s<i>` maintained first, innermost
-first, by the ordinary rules. Its parent then reads that state table through the state's
-view SELECT, which does flatten (a projection and a filter of one table), so to the parent
-the state table is one more Iceberg base table with its own watermark. Each state commits
+its own state (docs/architecture.md, §4): an ivm state `<model>__ivm_s<i>` maintained first,
+innermost first, by the ordinary rules (`dataflow.cut` cuts them out). Its parent then reads
+that state table through the state's view SELECT, which does flatten (a projection and a
+filter of one table), so to the parent the state table is one more Iceberg base table with
+its own watermark. Each state commits
 on its own and records the snapshots of its inputs, like an auxiliary state
-(`runtime/chain_stages.py`).
+(`runtime/walk.py`).
 
     select c.region, count(*) n, sum(t.total) s
     from (select cust, sum(amount) total from db.orders group by cust) t
@@ -42,7 +43,7 @@ from dbt.adapters.spark_ivm.compiler.frontend.normalise import (
     unbracket_joins,
 )
 from dbt.adapters.spark_ivm.compiler.operators import union
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
+from dbt.adapters.spark_ivm.compiler.relations import Target
 
 DIALECT = "spark"
 
@@ -222,12 +223,6 @@ def annotate(tree: exp.Select, schemas: Mapping) -> None:
     except Exception:  # noqa: BLE001 - sqlglot could not type it: IN sides stay untyped (refused)
         for node in tree.walk():
             node.type = None
-
-
-def read_state(sub: exp.Subquery, view_select: str) -> None:
-    """Make the sub-query input read its state: its SELECT becomes the state's view SELECT
-    (same columns, same names), in place."""
-    sub.set("this", sqlglot.parse_one(view_select, dialect=DIALECT))
 
 
 def name_outputs(tree: exp.Query, names: list[str]) -> None:

@@ -27,25 +27,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from sqlglot import exp
-
-from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler import dataflow, render
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.errors import Refusal, UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
-from dbt.adapters.spark_ivm.compiler.runtime import chain_stages, cost, inputs, upstream
+from dbt.adapters.spark_ivm.compiler.relations import Target
+from dbt.adapters.spark_ivm.compiler.runtime import cost, inputs, upstream, walk
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
     CHOICE,
     DEFAULT_MODE,
+    STAGES,
     TOP_SQL,
-    aux_target,
     drop_stages,
     drop_state,
-    make_view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
@@ -54,10 +52,9 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     relation_properties,
     table_properties,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
-from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
-from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
+from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -300,7 +297,7 @@ class ChainMaintainer:
         aux = self.maintainer(
             model=f"{self.model}__ivm_aux",
             compiled_sql=split.aux_sql,
-            target=aux_target(self.target),
+            target=dataflow.aux_target(self.target),
             existing=None,
         )
         aux_plan = aux.plan_state(self.target.schema.lower())
@@ -323,40 +320,17 @@ class ChainMaintainer:
         return replace(outcome, timings=self.timings + outcome.timings)
 
     def _chain(self, aux_sql: str, top_sql: str, choice: str, reason: str | None) -> Outcome:
-        target = aux_target(self.target)
-        exists = self.properties_of(target.view) is not None
-        aux = self.maintainer(
-            model=f"{self.model}__ivm_aux",
-            compiled_sql=aux_sql,
-            target=target,
-            existing="view" if exists else None,
-            keep_scratch=True,
+        """The auxiliary state, then the model over it (`walk.walk`)."""
+        return walk.walk(
+            dataflow.with_auxiliary(aux_sql, top_sql, self.target, self.model),
+            executor=self.executor,
+            maintainer=self.maintainer,
+            exists=lambda view: self.properties_of(view) is not None,
+            user_sql=self.user_sql,
+            timings=self.timings,
+            view_properties={CHOICE: choice, AUX_SQL: aux_sql, TOP_SQL: top_sql},
+            rebuild_because=reason,
         )
-        try:
-            first = aux.run()
-            make_view(self.executor, target, first, exists)
-            # A's change reaches the model in this run as the keys A's refresh changed,
-            # read so only where A's commit is the one change since the model's watermark
-            # of A's state (`Handoff.covers`).
-            handoff = {}
-            if first.mode is Mode.REFRESH and aux.committed:
-                handoff[target.state] = Handoff(keys=aux.changed_keys)
-            if first.new_history and exists:
-                reason = reason or f"its auxiliary state {target.view} was rebuilt"
-            top = self.maintainer(
-                compiled_sql=top_sql,
-                user_sql=self.user_sql,
-                view_properties={CHOICE: choice, AUX_SQL: aux_sql, TOP_SQL: top_sql},
-                rebuild_because=reason,
-                handoff=handoff,
-            )
-            outcome = top.run()
-        finally:
-            aux.release_scratch()
-        timings = self.timings + [(f"aux {label}", s) for label, s in first.timings]
-        timings += outcome.timings
-        summary = f"{outcome.summary}; aux state {target.view}: {first.summary}"
-        return replace(outcome, summary=summary, timings=timings)
 
     def _rows(self, relations: list[str]) -> dict[str, int | None]:
         """Each relation's row count from its latest snapshot's summary (no data read)."""
@@ -380,31 +354,31 @@ class ChainMaintainer:
 
     def _drop_aux(self) -> None:
         """Remove the auxiliary state's view and state table (the model no longer uses them)."""
-        drop_state(self.executor, aux_target(self.target))
+        drop_state(self.executor, dataflow.aux_target(self.target))
 
     def _drop_stages(self, props: dict[str, str], keep: int) -> None:
         drop_stages(self.executor, self.target, props, keep)
 
-    def stage_tree(self) -> exp.Query:
-        """The model's SELECT ready to be cut into sub-query states (`chain_stages`)."""
+    def staged_dataflow(self) -> dataflow.Dataflow:
+        """The model cut into its sub-query states, then itself (`dataflow.cut`)."""
         probe = self.session()
-        tree = chain_stages.stage_tree(probe, self.compiled_sql)
+        tree = walk.stage_tree(probe, self.compiled_sql)
         self.timings += probe.timings
-        return tree
+        return dataflow.cut(tree, self.target, self.model)
 
     def _staged(self, props: dict[str, str]) -> Outcome:
-        """A model with sub-query states (`chain_stages.run_stages`)."""
+        """A model with sub-query states, innermost first (`walk.walk`)."""
         if AUX_SQL in props:
             self._drop_aux()
-        outcome, kept = chain_stages.run_stages(
-            self.stage_tree(),
-            target=self.target,
-            model=self.model,
+        flow = self.staged_dataflow()
+        outcome = walk.walk(
+            flow,
             executor=self.executor,
             maintainer=self.maintainer,
             exists=lambda view: self.properties_of(view) is not None,
             user_sql=self.user_sql,
             timings=self.timings,
+            view_properties={STAGES: str(len(flow.sub_queries))},
         )
-        self._drop_stages(props, keep=kept)
+        self._drop_stages(props, keep=len(flow.sub_queries))
         return outcome

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.frontend import stages
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -33,15 +33,6 @@ STAGES = "ivm.stages"
 def aux_mode(configured: str | None, model: str) -> str:
     """The model's `ivm_aux_states` setting (config, else environment, else never)."""
     return model_setting(model, "ivm_aux_states", configured, AUX_ENV, MODES, DEFAULT_MODE)
-
-
-def aux_target(target: Target) -> Target:
-    """Where the auxiliary state of the model at `target` lives.
-
-    >>> aux_target(Target("db", "m")).view
-    'db.m__ivm_aux'
-    """
-    return Target(target.schema, f"{target.identifier}__ivm_aux")
 
 
 def make_view(executor: Executor, target: Target, outcome: Outcome, exists: bool) -> None:

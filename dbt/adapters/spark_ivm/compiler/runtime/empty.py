@@ -24,10 +24,10 @@ model that means:
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.frontend.empty_reads import restored
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import explain
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: The reason an `--empty` run gives.

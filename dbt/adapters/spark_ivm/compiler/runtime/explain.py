@@ -39,24 +39,20 @@ from datetime import UTC, datetime
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler import dataflow, render
 from dbt.adapters.spark_ivm.compiler.errors import IvmError, Refusal, UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import cost, upkeep
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer
-from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
-    AUX_SQL,
-    STAGES,
-    TOP_SQL,
-    aux_target,
-)
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import AUX_SQL, STAGES, TOP_SQL
 from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
-from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Target
+from dbt.adapters.spark_ivm.compiler.runtime.session import Head
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -184,6 +180,20 @@ def _seconds(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds:.1f}"
 
 
+def _title(flow: dataflow.Dataflow, index: int) -> str:
+    """How `ivm_explain` heads the state at `index` of `flow`."""
+    role = flow.states[index].role
+    if role is dataflow.Role.SUB_QUERY:
+        return f"sub-query state s{index}"
+    if role is dataflow.Role.AUXILIARY:
+        return "auxiliary state (the facts pre-aggregated by join key)"
+    if flow.sub_queries:
+        return "state (over its sub-query states)"
+    if len(flow.states) > 1:
+        return "state (over the auxiliary state and the dimension)"
+    return "state"
+
+
 @dataclass
 class Explainer:
     """Plans one model read-only over `chain`'s executor and says what it found."""
@@ -281,11 +291,37 @@ class Explainer:
         except IvmError:
             return None  # an input state does not exist yet
 
+    def _walk(self, flow: dataflow.Dataflow) -> Plan | None:
+        """The dataflow's states in the order a run maintains them, each planned over the
+        view SELECTs of the states before it; the model's plan (None: a state it reads is
+        not built yet, so it is planned at its first run)."""
+        for line in flow.lines():
+            self._say(line)
+        chain = self.chain
+        views: dict[int, str] = {}
+        plan: Plan | None = None
+        for index, node in enumerate(flow.states):
+            compiled = node.sql(views)
+            if node.role is dataflow.Role.MODEL:
+                maintainer = (
+                    chain.maintainer()
+                    if compiled == chain.compiled_sql
+                    else chain.maintainer(compiled_sql=compiled)
+                )
+            else:
+                maintainer = chain.maintainer(
+                    model=node.name, compiled_sql=compiled, target=node.target, existing="view"
+                )
+            plan = self._planned(maintainer)
+            self._state(_title(flow, index), maintainer, plan)
+            if plan is None:
+                return None
+            views[index] = render.view_select(plan, node.target.state)
+        return plan
+
     def _flat(self) -> None:
         chain = self.chain
-        top = chain.maintainer()
-        plan = self._planned(top)
-        self._state("state", top, plan)
+        plan = self._walk(dataflow.flat(chain.compiled_sql, chain.target, chain.model))
         if plan is None:
             return
         found = aux_state.split(plan)
@@ -296,39 +332,6 @@ class Explainer:
             self._say(
                 f"auxiliary state: {kept}; possible: {aux_state.describe(found, None, None)}", 2
             )
-
-    def _with_aux(self, props: dict[str, str]) -> None:
-        chain = self.chain
-        aux = chain.maintainer(
-            model=f"{chain.model}__ivm_aux",
-            compiled_sql=props[AUX_SQL],
-            target=aux_target(chain.target),
-            existing="view",
-        )
-        self._state(
-            "auxiliary state (the facts pre-aggregated by join key)", aux, self._planned(aux)
-        )
-        top = chain.maintainer(compiled_sql=props[TOP_SQL])
-        self._state("state (over the auxiliary state and the dimension)", top, self._planned(top))
-
-    def _staged(self) -> None:
-        chain = self.chain
-        tree = chain.stage_tree()
-        index = 0
-        while (sub := stages.innermost(tree)) is not None:
-            target = stages.stage_target(chain.target, index)
-            stage = chain.maintainer(
-                model=f"{chain.model}__ivm_s{index}", compiled_sql=sql(sub.this),
-                target=target, existing="view",
-            )  # fmt: skip
-            plan = self._planned(stage)
-            self._state(f"sub-query state s{index}", stage, plan)
-            if plan is None:
-                return
-            stages.read_state(sub, render.view_select(plan, target.state))
-            index += 1
-        top = chain.maintainer(compiled_sql=sql(tree))
-        self._state("state (over its sub-query states)", top, self._planned(top))
 
     def explain(self, given_sql: str | None) -> list[str]:
         chain = self.chain
@@ -365,9 +368,12 @@ class Explainer:
             if chain.top is not None and chain.top.suffix:
                 self._say(f"keeps the unlimited result; its view applies{chain.top.suffix}")
             if stages.needed(chain.compiled_sql):
-                self._staged()
+                self._walk(chain.staged_dataflow())
             elif AUX_SQL in props and TOP_SQL in props and not given_sql:
-                self._with_aux(props)
+                flow = dataflow.with_auxiliary(
+                    props[AUX_SQL], props[TOP_SQL], chain.target, chain.model
+                )
+                self._walk(flow)
             else:
                 self._flat()
         except UnsupportedQueryError as e:

@@ -19,15 +19,16 @@ the next run finds a table without ivm state and builds the model (`refresh.py`)
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.dataflow import aux_target
 from dbt.adapters.spark_ivm.compiler.errors import (
     IvmError,
     UncapturableBaseError,
     UnsupportedQueryError,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.chain_states import aux_target, drop_stages, drop_state
+from dbt.adapters.spark_ivm.compiler.relations import Target
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import drop_stages, drop_state
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, table_properties
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout

@@ -15,7 +15,8 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.optimize import factored
-from dbt.adapters.spark_ivm.compiler.runtime.session import Session, Target
+from dbt.adapters.spark_ivm.compiler.relations import Target
+from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.sql.templates import table
 
 

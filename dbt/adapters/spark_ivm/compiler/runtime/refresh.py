@@ -33,6 +33,7 @@ from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaWrite, Names, Prepared
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import (
     base_tables,
     build,
@@ -55,7 +56,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     refresh_summary,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
-from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session, Target
+from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 

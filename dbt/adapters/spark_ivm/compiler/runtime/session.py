@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, failpoints
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
@@ -32,49 +33,6 @@ from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Target:
-    """The model's relation and the names of its companions (same schema, clear suffixes)."""
-
-    schema: str
-    identifier: str
-
-    @property
-    def view(self) -> str:
-        return f"{self.schema}.{self.identifier}".lower()
-
-    @property
-    def state(self) -> str:
-        return f"{self.view}__ivm_state"
-
-    def _scratch(self, kind: str) -> str:
-        # Session views are not qualified by a schema, so the name carries the model's.
-        return f"__ivm_{kind}_{self.schema}_{self.identifier}".lower()
-
-    @property
-    def recomputed(self) -> str:
-        return self._scratch("recomputed")
-
-    @property
-    def delta(self) -> str:
-        return self._scratch("delta")
-
-    def log(self, index: int) -> str:
-        return self._scratch(f"log_{index}")
-
-    def bracket(self, index: int) -> str:
-        return self._scratch(f"bracket_{index}")
-
-    def keys(self, index: int) -> str:
-        return self._scratch(f"keys_{index}")
-
-    def changelog_view(self, index: int) -> str:
-        return self._scratch(f"cl_{index}")
-
-    def file_scan(self, index: int, new: bool) -> str:
-        return self._scratch(f"files_{index}_{'new' if new else 'old'}")
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
-from dbt.adapters.spark_ivm.compiler.runtime.session import Target
 from dbt.adapters.spark_ivm.compiler.sql.layout import properties_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 

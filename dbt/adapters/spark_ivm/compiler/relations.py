@@ -1,0 +1,54 @@
+"""relations: the names of the relations an ivm model keeps (pure).
+
+A model's relation is a view over its state table; beside them it may keep sub-query and
+auxiliary states (each a view and a state table, `dataflow.py`), a delta log, and the
+session views of one run's scratch relations. All are named from the model's schema and
+identifier with clear suffixes, so that what a model keeps can be found and dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model's relation and the names of its companions (same schema, clear suffixes)."""
+
+    schema: str
+    identifier: str
+
+    @property
+    def view(self) -> str:
+        return f"{self.schema}.{self.identifier}".lower()
+
+    @property
+    def state(self) -> str:
+        return f"{self.view}__ivm_state"
+
+    def _scratch(self, kind: str) -> str:
+        # Session views are not qualified by a schema, so the name carries the model's.
+        return f"__ivm_{kind}_{self.schema}_{self.identifier}".lower()
+
+    @property
+    def recomputed(self) -> str:
+        return self._scratch("recomputed")
+
+    @property
+    def delta(self) -> str:
+        return self._scratch("delta")
+
+    def log(self, index: int) -> str:
+        return self._scratch(f"log_{index}")
+
+    def bracket(self, index: int) -> str:
+        return self._scratch(f"bracket_{index}")
+
+    def keys(self, index: int) -> str:
+        return self._scratch(f"keys_{index}")
+
+    def changelog_view(self, index: int) -> str:
+        return self._scratch(f"cl_{index}")
+
+    def file_scan(self, index: int, new: bool) -> str:
+        return self._scratch(f"files_{index}_{'new' if new else 'old'}")

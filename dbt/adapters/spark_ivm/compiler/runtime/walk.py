@@ -1,0 +1,107 @@
+"""walk: a model's dataflow run state by state, the model's own state last.
+
+The states are a model's sub-query states innermost first, or its auxiliary state
+(`dataflow.py`, `chain.py` decides which). Each state is a `Maintainer` of its own with its
+own watermarks, so a failure between two states' commits leaves the later states at their
+old watermarks of the earlier states' tables, and the next run reads those changes from
+there. A state's refresh hands the keys it changed to the later states (`Handoff`); a state
+rebuilt in this run rebuilds every state after it: their watermarks are of a table that was
+replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler import dataflow, render
+from dbt.adapters.spark_ivm.compiler.frontend import stages
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
+from dbt.adapters.spark_ivm.compiler.runtime import facts
+from dbt.adapters.spark_ivm.compiler.runtime.chain_states import make_view
+from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, describe_columns
+from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
+from dbt.adapters.spark_ivm.compiler.runtime.session import Session
+
+
+def stage_tree(probe: Session, compiled_sql: str) -> exp.Query:
+    """The model's SELECT ready to be cut into sub-query states (`stages.prepare`,
+    `dataflow.cut`), its result columns named as Spark names the model's own SELECT's (an
+    unaliased `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
+    default_db = probe.target.schema.lower()
+    relations = base_relations(compiled_sql, default_db, probe.model)
+    tree = stages.prepare(compiled_sql, probe.model, facts.base_facts(probe, relations), default_db)
+    names = describe_columns(probe.fetch("describe query", f"DESCRIBE QUERY {compiled_sql}"))
+    stages.name_outputs(tree, [name for name, _ in names])
+    return tree
+
+
+def walk(
+    flow: dataflow.Dataflow,
+    *,
+    executor: Executor,
+    maintainer: Callable[..., Maintainer],
+    exists: Callable[[str], bool],
+    user_sql: str,
+    timings: list[tuple[str, float]],
+    view_properties: dict[str, str],
+    rebuild_because: str | None = None,
+) -> Outcome:
+    """Maintain the states of `flow` in order, the model's last; the model's outcome.
+    `maintainer` makes the `Maintainer` of one state (`ChainMaintainer.maintainer`),
+    `exists` says whether a view exists; `view_properties` go on the model's view, and
+    `rebuild_because` rebuilds the model (a changed choice of states)."""
+    default_db = flow.top.target.schema.lower()
+    waited = {i for node in flow.states for i in node.placeholders()}
+    handoff: dict[str, Handoff] = {}
+    done: list[Maintainer] = []
+    views: dict[int, str] = {}  # the view SELECT of each state a later one waits for
+    timings = list(timings)
+    summaries: list[str] = []
+    rebuilt: str | None = None
+    try:
+        for index, node in enumerate(flow.states[:-1]):
+            there = exists(node.target.view)
+            state = maintainer(
+                model=node.name,
+                compiled_sql=node.sql(views),
+                target=node.target,
+                existing="view" if there else None,
+                keep_scratch=True,
+                handoff=dict(handoff),
+                rebuild_because=rebuilt,
+            )
+            done.append(state)
+            first = state.run()
+            make_view(executor, node.target, first, there)
+            if first.new_history:  # (rebuilt in place: readers read the overwrite)
+                rebuilt = rebuilt or f"its {node.role.value} {node.target.view} was rebuilt"
+            elif state.committed:
+                # Its change reaches the later states in this run as the keys it changed,
+                # read so only where its commit is the one change since their watermark of
+                # its state (`Handoff.covers`).
+                handoff[node.target.state] = Handoff(keys=state.changed_keys)
+            if index in waited:
+                plan = state.last_plan or state.plan_state(default_db)
+                views[index] = render.view_select(plan, node.target.state)
+            label = "aux" if node.role is dataflow.Role.AUXILIARY else f"s{index}"
+            timings += [(f"{label} {step}", s) for step, s in first.timings]
+            named = "aux state" if node.role is dataflow.Role.AUXILIARY else "state"
+            summaries.append(f"{named} {node.target.view}: {first.summary}")
+        top = maintainer(
+            compiled_sql=flow.top.sql(views),
+            user_sql=user_sql,
+            view_properties=view_properties,
+            rebuild_because=rebuild_because or rebuilt,
+            handoff=handoff,
+        )
+        outcome = top.run()
+    finally:
+        for state in done:
+            state.release_scratch()
+    summary = "; ".join([outcome.summary, *summaries])
+    return replace(outcome, summary=summary, timings=timings + outcome.timings)
