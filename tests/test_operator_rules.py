@@ -20,7 +20,7 @@ from support.delta_sql import planned, renderer_for
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.operators import state_merge, top_k, window
-from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, OLD
+from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, OLD, Prefix
 from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
 from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaWrite
 
@@ -36,10 +36,7 @@ META = MetaWrite(read='{"watermarks": {"a": 1}}', written='{"watermarks": {"a": 
 
 def _versions(term) -> dict[int, str]:
     """The version each input of a term reads: its base (a prefix or a leaf), then its joins."""
-    kind, index, version = term.base
-    read = {i: version for i in range(index + 1)} if kind == "prefix" else {index: version}
-    read.update(dict(term.joins))
-    return read
+    return term.versions
 
 
 def test_an_inner_chain_has_one_term_per_changed_input_in_the_sum_over_inputs_order():
@@ -70,8 +67,8 @@ def test_a_left_join_adds_the_padded_rows_of_the_affected_keys_new_minus_old(
     terms = join_delta_terms(renderer_for(p, {changed}, SCHEMAS))
     inner, plus, minus = terms
     assert (inner.delta_input, inner.padded) == (delta_input, frozenset())
-    assert (plus.base, plus.padded, plus.sign) == (("prefix", 0, NEW), frozenset({1}), 1)
-    assert (minus.base, minus.padded, minus.sign) == (("prefix", 0, OLD), frozenset({1}), -1)
+    assert (plus.base, plus.padded, plus.sign) == (Prefix(0, NEW), frozenset({1}), 1)
+    assert (minus.base, minus.padded, minus.sign) == (Prefix(0, OLD), frozenset({1}), -1)
     for pad in (plus, minus):  # the keys of the change, where the left row has no match
         keys, *rest = (f.sql("spark") for f in pad.filters)
         assert keys.startswith("EXISTS(") and f"FROM `log_{changed}`" in keys, keys

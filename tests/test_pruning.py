@@ -4,7 +4,7 @@ that pruned refreshes stay equal to the SQL; these check which filters are deriv
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
-from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, Term
+from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, Leaf, Prefix, Term
 from dbt.adapters.spark_ivm.compiler.optimize import pruning
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
@@ -57,8 +57,8 @@ def test_outer_join_links_prune_only_terms_that_join_inner():
     )
     steps = {(x.delta, x.other): x.step for x in pruning.key_links(q)}
     assert steps == {(0, 1): 1, (1, 0): 1, (1, 2): 2, (2, 1): 2}
-    d_c = Term(base=("leaf", 0, DELTA)).with_join(1, NEW).with_join(2, NEW)
-    d_l = Term(base=("prefix", 1, NEW), joins=((2, DELTA),))
+    d_c = Term(base=Leaf(0, DELTA)).with_join(1, NEW).with_join(2, NEW)
+    d_l = Term(base=Prefix(1, NEW), joins=((2, DELTA),))
     assert pruning.enforced(d_c, q, 1) and pruning.enforced(d_c, q, 2)
     assert not pruning.enforced(d_l, q, 1)  # c LEFT JOIN o inside the prefix
     assert pruning.enforced(d_l, q, 2) and pruning.enforced(d_l, q, None)
@@ -71,10 +71,10 @@ def test_outer_join_links_prune_only_terms_that_join_inner():
         "select c.c_name from customers c join orders o on o.o_custkey = c.c_custkey "
         "right join lineitem l on l.l_orderkey = o.o_orderkey"
     )
-    in_prefix = Term(base=("prefix", 2, NEW))
+    in_prefix = Term(base=Prefix(2, NEW))
     assert pruning.enforced(in_prefix, padded, 2) is False  # the RIGHT JOIN itself
     assert pruning.enforced(in_prefix, padded, 1) is False  # c, o NULL-padded by it
-    assert pruning.enforced(Term(base=("prefix", 1, NEW)), padded, 1)
+    assert pruning.enforced(Term(base=Prefix(1, NEW)), padded, 1)
 
     ranges = {(2, "l_orderkey"): pruning.KeyRange("5", "5", ("5",))}
     (pruned,) = pruning.prune_terms([d_l], q, pruning.key_links(q), ranges)
@@ -90,8 +90,8 @@ def test_terms_get_range_and_listed_values_or_false_for_an_all_null_log():
     q = query("select l.l_price from lineitem l join orders o on l.l_orderkey = o.o_orderkey")
     links = pruning.key_links(q)
     terms = [
-        Term(base=("leaf", 0, DELTA)).with_join(1, NEW),
-        Term(base=("prefix", 0, NEW), joins=((1, DELTA),)),
+        Term(base=Leaf(0, DELTA)).with_join(1, NEW),
+        Term(base=Prefix(0, NEW), joins=((1, DELTA),)),
     ]
     ranges = {
         (0, "l_orderkey"): pruning.KeyRange("3", "9", ("3", "9")),

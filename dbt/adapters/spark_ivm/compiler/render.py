@@ -38,8 +38,11 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
     NEW,
     OLD,
     WEIGHT,
+    LeafRenderer,
+    Prefix,
     Term,
     TermRenderer,
+    Version,
 )
 from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
 from dbt.adapters.spark_ivm.compiler.optimize import factored
@@ -90,17 +93,17 @@ class Versions:
         return frozenset(i for i, inp in enumerate(query.inputs) if inp.relation in self.logs)
 
 
-def leaf_at(query: Query, versions: Versions | None):
+def leaf_at(query: Query, versions: Versions | None) -> LeafRenderer:
     """A LeafRenderer reading inputs at pinned snapshots (or the live table when None); an
     input that is a bag state repeats each row as its view does (`bag_input.py`)."""
 
-    def leaf(index: int, version: str) -> exp.Expression:
+    def leaf(index: int, version: Version) -> exp.Expression:
         relation = query.inputs[index].relation
         body = rows(index, version)
         copies = query.weights.get(relation)
         return body if copies is None else bag_input.repeated(body, copies)
 
-    def rows(index: int, version: str) -> exp.Expression:
+    def rows(index: int, version: Version) -> exp.Expression:
         relation = query.inputs[index].relation
         if version == DELTA:
             body = exp.Select().select(exp.Star()).from_(table(versions.logs[relation]))
@@ -121,7 +124,7 @@ def leaf_at(query: Query, versions: Versions | None):
 
 def full_term(query: Query) -> Term:
     """The whole query over its inputs at the new snapshots."""
-    return Term(base=("prefix", len(query.inputs) - 1, NEW))
+    return Term(base=Prefix(len(query.inputs) - 1, NEW))
 
 
 def _group(select: exp.Select, keys: list[exp.Expression]) -> exp.Select:

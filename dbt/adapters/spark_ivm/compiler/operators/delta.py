@@ -20,43 +20,86 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, conj
 
-OLD = "old"
-NEW = "new"
-DELTA = "delta"
+
+class Version(StrEnum):
+    """Which rows of an input a term reads: at the watermark, at the pinned snapshot, or
+    its compacted change between the two (weighted)."""
+
+    OLD = "old"
+    NEW = "new"
+    DELTA = "delta"
+
+
+OLD, NEW, DELTA = Version.OLD, Version.NEW, Version.DELTA
 WEIGHT = "__ivm_w"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Inputs 0..last joined as in the model (its own join kinds and ON conditions)."""
+
+    last: int
+    version: Version
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """Input `index` alone."""
+
+    index: int
+    version: Version
 
 
 @dataclass(frozen=True)
 class Term:
     """One flat SELECT of a delta: a FROM, extra inner joins, NULL-padded inputs, filters.
 
-    `base` is ("prefix", m, version): inputs 0..m joined as in the model at that version,
-    or ("leaf", i, version): input i alone. `joins` appends inner joins (input index,
-    version) using each input's own ON condition. `padded` inputs contribute NULLs.
-    The term's weight is its delta input's weight (or 1) times `sign`.
+    `base` is a `Prefix` of the chain or one input (`Leaf`), at a version. `joins` appends
+    inner joins (input index, version) using each input's own ON condition. `padded` inputs
+    contribute NULLs. The term's weight is its delta input's weight (or 1) times `sign`.
+
+    >>> Term(Prefix(0, NEW), joins=((1, DELTA),)).delta_input
+    1
     """
 
-    base: tuple[str, int, str]
-    joins: tuple[tuple[int, str], ...] = ()
+    base: Prefix | Leaf
+    joins: tuple[tuple[int, Version], ...] = ()
     padded: frozenset[int] = frozenset()
     filters: tuple[exp.Expression, ...] = ()
     sign: int = 1
 
-    def with_join(self, index: int, version: str) -> Term:
+    def with_join(self, index: int, version: Version) -> Term:
         return replace(self, joins=(*self.joins, (index, version)))
+
+    @property
+    def versions(self) -> dict[int, Version]:
+        """The version each input the term reads is read at: its base's, then its joins'.
+
+        >>> Term(Prefix(1, NEW), joins=((2, DELTA),)).versions
+        {0: <Version.NEW: 'new'>, 1: <Version.NEW: 'new'>, 2: <Version.DELTA: 'delta'>}
+        """
+        base = self.base
+        read = (
+            dict.fromkeys(range(base.last + 1), base.version)
+            if isinstance(base, Prefix)
+            else {base.index: base.version}
+        )
+        read.update(dict(self.joins))
+        return read
 
     @property
     def delta_input(self) -> int | None:
         """The input read as a delta (a term has at most one), None for a pad term."""
-        _, index, version = self.base
-        if version == DELTA:
-            return index
+        base = self.base
+        if base.version is DELTA:
+            return base.last if isinstance(base, Prefix) else base.index
         for index, version in self.joins:
             if version == DELTA:
                 return index
@@ -64,7 +107,7 @@ class Term:
 
 
 # Renders an input as a FROM item at a version: (input index, version) -> subquery/table.
-LeafRenderer = Callable[[int, str], exp.Expression]
+LeafRenderer = Callable[[int, Version], exp.Expression]
 
 
 @dataclass
@@ -99,12 +142,12 @@ class TermRenderer:
 
         return node.copy().transform(sub, copy=False)
 
-    def source(self, index: int, version: str) -> exp.Expression:
+    def source(self, index: int, version: Version) -> exp.Expression:
         """A FROM item for input `index` at `version`, aliased as in the model."""
         node = self.leaf(index, version)
         return exp.alias_(node, self.query.inputs[index].alias, table=True, quoted=True)
 
-    def prefix_from(self, last: int, version: str) -> exp.Select:
+    def prefix_from(self, last: int, version: Version) -> exp.Select:
         """`FROM in_0 <kind> JOIN in_1 ON .. <kind> JOIN in_last ON ..`, all at `version`."""
         select = exp.Select().from_(self.source(0, version))
         for step in self.query.steps:
@@ -119,11 +162,11 @@ class TermRenderer:
         return select
 
     def from_clause(self, term: Term) -> exp.Select:
-        kind, index, version = term.base
-        if kind == "prefix":
-            select = self.prefix_from(index, version)
+        base = term.base
+        if isinstance(base, Prefix):
+            select = self.prefix_from(base.last, base.version)
         else:
-            select = exp.Select().from_(self.source(index, version))
+            select = exp.Select().from_(self.source(base.index, base.version))
         for index, version in term.joins:
             select = select.join(
                 self.source(index, version),

@@ -13,19 +13,27 @@ Each term is a flat FROM of the model's own inputs and aliases (`delta.py`: `Ter
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind
-from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, OLD, Term, TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.delta import (
+    DELTA,
+    NEW,
+    OLD,
+    Leaf,
+    Prefix,
+    Term,
+    TermRenderer,
+)
 from dbt.adapters.spark_ivm.compiler.operators.outer_join import outer_pad_terms
 
 
 def join_delta_terms(renderer: TermRenderer) -> list[Term]:
     """d(N_last) for the model's chain as a list of terms (see the module docstring)."""
     changed = renderer.changed
-    terms: list[Term] = [Term(base=("leaf", 0, DELTA))] if 0 in changed else []
+    terms: list[Term] = [Term(base=Leaf(0, DELTA))] if 0 in changed else []
     for step in renderer.query.steps:
         k = step.index
         inner = [t.with_join(k, OLD) for t in terms]
         if k in changed:
-            inner.append(Term(base=("prefix", k - 1, NEW), joins=((k, DELTA),)))
+            inner.append(Term(base=Prefix(k - 1, NEW), joins=((k, DELTA),)))
         pads: list[Term] = []
         if step.kind is not JoinKind.INNER and (terms or k in changed):
             pads = outer_pad_terms(renderer, step, terms)

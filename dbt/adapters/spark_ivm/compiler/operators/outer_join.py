@@ -61,8 +61,11 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
     NEW,
     OLD,
     WEIGHT,
+    Leaf,
+    Prefix,
     Term,
     TermRenderer,
+    Version,
 )
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
     aliases,
@@ -125,7 +128,7 @@ def _affected_keys(
     if step.index in renderer.changed:
         parts.append(
             renderer.render(
-                Term(base=("leaf", step.index, DELTA)),
+                Term(base=Leaf(step.index, DELTA)),
                 list(zip(names, rights)),
                 with_weight=False,
                 with_where=False,
@@ -153,7 +156,7 @@ def _in_keys(keys: exp.Expression, exprs: list[exp.Expression]) -> exp.Expressio
 def _keyed_source(
     renderer: TermRenderer,
     index: int,
-    version: str,
+    version: Version,
     keys: exp.Expression,
     exprs: list[exp.Expression],
 ) -> exp.Expression:
@@ -240,7 +243,7 @@ def _counted_source(
 def _no_match_source(
     renderer: TermRenderer,
     index: int,
-    version: str,
+    version: Version,
     keys: exp.Expression,
     exprs: list[exp.Expression],
     on: exp.Expression,
@@ -276,7 +279,7 @@ def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Ter
             no_match = _no_match_source(renderer, k, version, keys, rights, step.on)
             terms.append(
                 Term(
-                    base=("prefix", k - 1, version),
+                    base=Prefix(k - 1, version),
                     padded=frozenset({k}),
                     filters=(_in_keys(keys, lefts), exp.Not(this=exp.Exists(this=no_match))),
                     sign=sign,
@@ -292,7 +295,7 @@ def outer_pad_terms(renderer: TermRenderer, step: JoinStep, left_terms: list[Ter
                 no_match = no_match.where(step.on.copy())
             terms.append(
                 Term(
-                    base=("leaf", k, version),
+                    base=Leaf(k, version),
                     padded=frozenset(range(k)),
                     filters=(_in_keys(keys, rights), exp.Not(this=exp.Exists(this=no_match))),
                     sign=sign,

@@ -42,7 +42,15 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
-from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, WEIGHT, Term, TermRenderer
+from dbt.adapters.spark_ivm.compiler.operators.delta import (
+    DELTA,
+    NEW,
+    WEIGHT,
+    Leaf,
+    Prefix,
+    Term,
+    TermRenderer,
+)
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import (
     KeyLink,
     KeyRange,
@@ -66,18 +74,23 @@ class Factoring:
 
 def _first_input_term(term: Term) -> bool:
     """A term of a changed input k >= 1: inputs 0..k-1 at the new version, then dRk."""
-    kind, _last, version = term.base
-    return kind == "prefix" and version == NEW and bool(term.joins) and term.joins[0][1] == DELTA
+    base = term.base
+    return (
+        isinstance(base, Prefix)
+        and base.version is NEW
+        and bool(term.joins)
+        and term.joins[0][1] is DELTA
+    )
 
 
 def _bracket_term(term: Term) -> Term:
     """The term of dRk without R0: R1..R(k-1) new, dRk, R(k+1).. old, over inputs 1..m."""
-    _kind, last, _version = term.base
-    k = last + 1
+    assert isinstance(term.base, Prefix)
+    k = term.base.last + 1
     if k == 1:
-        return Term(base=("leaf", 1, DELTA), joins=term.joins[1:])
+        return Term(base=Leaf(1, DELTA), joins=term.joins[1:])
     joins = tuple((i, NEW) for i in range(2, k)) + term.joins
-    return Term(base=("leaf", 1, NEW), joins=joins)
+    return Term(base=Leaf(1, NEW), joins=joins)
 
 
 def _qualified(nodes: Sequence[exp.Expression], aliases: set[str]) -> bool:

@@ -41,7 +41,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
-from dbt.adapters.spark_ivm.compiler.operators.delta import Term
+from dbt.adapters.spark_ivm.compiler.operators.delta import Prefix, Term
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, conjuncts, sql, table
 
 # Iceberg stops evaluating an IN list against file statistics beyond 200 values; the range
@@ -114,9 +114,9 @@ def enforced(term: Term, query: Query, step: int | None) -> bool:
     """
     if step is None or any(index == step for index, _ in term.joins):
         return True
-    kind, last, _ = term.base
-    if kind != "prefix" or step > last:
+    if not isinstance(term.base, Prefix) or step > term.base.last:
         return False
+    last = term.base.last
     kinds = {s.index: s.kind for s in query.steps}
     padding = (JoinKind.RIGHT, JoinKind.FULL)
     return kinds.get(step) is JoinKind.INNER and not any(
