@@ -14,7 +14,6 @@ import pytest
 from adversarial import assert_equal_to_sql, run_messages
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.dataflow import aux_target
 from dbt.adapters.spark_ivm.compiler.relations import Target
 
 SCHEMA = "ivm_aux_states"
@@ -166,7 +165,7 @@ def test_aux_state_of_an_ungrouped_aggregate(project: SmallProject) -> None:
 
 def test_aux_state_switched_off_and_on(project: SmallProject) -> None:
     p = project
-    aux_view = aux_target(Target(SCHEMA, MODEL)).view
+    aux_view = Target(SCHEMA, MODEL).auxiliary.view
     _model(p, MODEL, SELECT, "never")
     p.sql(f"INSERT INTO {SCHEMA}.lines VALUES (100, 12.00, 2)")
     message = _check(p, "switched off", aux=False)

@@ -41,7 +41,7 @@ def test_metadata_file_is_parsed_into_columns_by_id_and_snapshots():
 def test_a_schema_change_is_trusted_only_where_the_columns_read_keep_id_and_type():
     first = _metadata([(1, "k", "string"), (2, "x", "int")])
     before = base_tables.fingerprint(first, ["k", "x"], 1)
-    assert before["live"] is False and before["columns"] == {"k": [1, "string"], "x": [2, "int"]}
+    assert before.live is False and before.columns == {"k": (1, "string"), "x": (2, "int")}
     same = _metadata([(1, "k", "string"), (2, "x", "int"), (3, "z", "int")], schema_id=1)
     assert base_tables.untrusted("s.t", before, same, ["k", "x"]) is None  # a column added
     swapped = _metadata([(1, "k", "string"), (3, "x", "int"), (2, "y", "int")], schema_id=2)
@@ -76,7 +76,7 @@ def test_a_snapshot_written_before_a_rename_is_stale_for_the_renamed_columns_onl
     meta = base_tables.parse_metadata("m", [(json.dumps(doc),)])
     assert meta.stale(7, ["k", "x"]) and meta.stale(7, ["y"])
     assert not meta.stale(7, ["k"]) and not meta.stale(None, ["x"])
-    assert base_tables.fingerprint(meta, ["x"], 7)["live"] is True
+    assert base_tables.fingerprint(meta, ["x"], 7).live is True
 
 
 def test_capture_method_follows_the_lineage_and_says_why_not():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot
 from dbt.adapters.spark_ivm.compiler.runtime import cost
-from dbt.adapters.spark_ivm.compiler.runtime.base_tables import TableMetadata
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord, TableMetadata
 
 
 def _table(*snapshots: Snapshot) -> TableMetadata:
@@ -46,7 +46,8 @@ def test_the_change_is_the_bytes_its_commits_added_and_removed() -> None:
     assert found == [cost.Change("db.t", 100, 120)]
     # a watermark the head does not descend from (a rollback): no estimate, the capture decides
     assert cost.changes({"db.t": base}, {"db.t": 7}, {"db.t": 3}) is None
-    assert cost.input_bytes({"db.t": {"bytes": 120}, "db.u": {}}) == 120
+    bases = {"db.t": BaseRecord.of({"bytes": 120}), "db.u": BaseRecord.of({})}
+    assert cost.input_bytes(bases) == 120
 
 
 def test_each_policy_picks_as_documented() -> None:

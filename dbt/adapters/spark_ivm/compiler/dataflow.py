@@ -52,15 +52,6 @@ class Role(str, Enum):
     MODEL = "the model's state"
 
 
-def aux_target(target: Target) -> Target:
-    """Where the auxiliary state of the model at `target` lives.
-
-    >>> aux_target(Target("db", "m")).view
-    'db.m__ivm_aux'
-    """
-    return Target(target.schema, f"{target.identifier}__ivm_aux")
-
-
 def _placeholder(index: int) -> exp.Select:
     return exp.select(exp.Star()).from_(exp.to_table(f"{PLACEHOLDER}{index}"))
 
@@ -191,7 +182,7 @@ def with_auxiliary(aux_select: str, top_select: str, target: Target, model: str)
       1. auxiliary state db.m__ivm_aux
       2. the model's state db.m, reads 1
     """
-    aux = flat(aux_select, aux_target(target), f"{model}__ivm_aux").top
+    aux = flat(aux_select, target.auxiliary, f"{model}__ivm_aux").top
     top = flat(top_select, target, model).top
     return Dataflow(
         model,
@@ -228,7 +219,7 @@ def cut(tree: exp.Query | str, target: Target, model: str) -> Dataflow:
             StateNode(
                 Role.SUB_QUERY,
                 f"{model}__ivm_s{index}",
-                stages.stage_target(target, index),
+                target.sub_query(index),
                 sub.this.copy(),
                 reads=_reads(sub.this),
             )

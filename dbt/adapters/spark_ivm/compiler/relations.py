@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The suffix of every state table: a relation named so is an ivm state (of a model, or of
+#: one of its sub-query or auxiliary states).
+STATE_SUFFIX = "__ivm_state"
+
 
 @dataclass(frozen=True)
 class Target:
@@ -24,7 +28,24 @@ class Target:
 
     @property
     def state(self) -> str:
-        return f"{self.view}__ivm_state"
+        return f"{self.view}{STATE_SUFFIX}"
+
+    def sub_query(self, index: int) -> Target:
+        """The names of the model's sub-query state number `index` (`dataflow.cut`).
+
+        >>> Target("db", "m").sub_query(1).state
+        'db.m__ivm_s1__ivm_state'
+        """
+        return Target(self.schema, f"{self.identifier}__ivm_s{index}")
+
+    @property
+    def auxiliary(self) -> Target:
+        """The names of the model's auxiliary state (`optimize/aux_state.py`).
+
+        >>> Target("db", "m").auxiliary.view
+        'db.m__ivm_aux'
+        """
+        return Target(self.schema, f"{self.identifier}__ivm_aux")
 
     def _scratch(self, kind: str) -> str:
         # Session views are not qualified by a schema, so the name carries the model's.

@@ -43,14 +43,8 @@ from dbt.adapters.spark_ivm.compiler.frontend.normalise import (
     unbracket_joins,
 )
 from dbt.adapters.spark_ivm.compiler.operators import union
-from dbt.adapters.spark_ivm.compiler.relations import Target
 
 DIALECT = "spark"
-
-
-def stage_target(target: Target, index: int) -> Target:
-    """The relation names of the model's state number `index`."""
-    return Target(target.schema, f"{target.identifier}__ivm_s{index}")
 
 
 def is_stage(select: exp.Expression) -> bool:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.runtime.upstream import STATE_SUFFIX
+from dbt.adapters.spark_ivm.compiler.relations import STATE_SUFFIX
 from dbt.adapters.spark_ivm.compiler.sql.templates import template
 
 _REPEATED = "__ivm_b"

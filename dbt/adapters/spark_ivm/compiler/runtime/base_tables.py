@@ -33,11 +33,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot
-from dbt.adapters.spark_ivm.compiler.runtime.upstream import STATE_SUFFIX
+from dbt.adapters.spark_ivm.compiler.relations import STATE_SUFFIX
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 
@@ -136,37 +137,80 @@ def _size(summary: Mapping, key: str) -> int:
         return 0
 
 
-def fingerprint(metadata: TableMetadata, read: Sequence[str], snapshot: int | None) -> dict:
+@dataclass(frozen=True)
+class BaseRecord:
+    """What a state records of one base table in its metadata row (as JSON, `as_json`).
+
+    >>> record = BaseRecord.of({"uuid": "u1", "schema_id": 0, "metadata": "m.json",
+    ...     "bytes": 120, "live": False, "columns": {"k": [1, "string"]}})
+    >>> record.bytes, record.columns["k"], BaseRecord.of(record.as_json()) == record
+    (120, (1, 'string'), True)
+    >>> BaseRecord.of({}).metadata is None  # nothing recorded: matches no metadata file
+    True
+    """
+
+    metadata: str | None  # the table's metadata file when the state read it
+    uuid: str | None
+    schema_id: int | None
+    bytes: int  # the table's size then: what a rebuild read (`cost.py` scales its time by it)
+    live: bool  # its pinned snapshot must be read live (`TableMetadata.stale`)
+    columns: Mapping[str, tuple[int, str]]  # the columns the model reads: (Iceberg id, type)
+
+    @classmethod
+    def of(cls, recorded: Mapping[str, Any] | None) -> BaseRecord:
+        """Read from the metadata row's JSON (missing keys: nothing recorded)."""
+        recorded = recorded or {}
+        columns = recorded.get("columns") or {}
+        return cls(
+            metadata=recorded.get("metadata"),
+            uuid=recorded.get("uuid"),
+            schema_id=recorded.get("schema_id"),
+            bytes=int(recorded.get("bytes", 0) or 0),
+            live=bool(recorded.get("live")),
+            columns={str(n): (int(c[0]), str(c[1])) for n, c in columns.items()},
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "live": self.live,
+            "bytes": self.bytes,
+            "metadata": self.metadata,
+            "uuid": self.uuid,
+            "schema_id": self.schema_id,
+            "columns": {name: list(c) for name, c in self.columns.items()},
+        }
+
+
+def fingerprint(metadata: TableMetadata, read: Sequence[str], snapshot: int | None) -> BaseRecord:
     """What the state records of a base table: identity, schema, the columns it reads, and
     whether its pinned `snapshot` must be read live (`TableMetadata.stale`)."""
-    return {
-        "live": metadata.stale(snapshot, read),
-        # the table's size then: what a rebuild read (`cost.py` scales its time by it)
-        "bytes": metadata.snapshots[snapshot].total_bytes if snapshot in metadata.snapshots else 0,
-        "metadata": metadata.location,
-        "uuid": metadata.uuid,
-        "schema_id": metadata.schema_id,
-        "columns": {
-            name: list(metadata.columns[name])
+    return BaseRecord(
+        live=metadata.stale(snapshot, read),
+        bytes=metadata.snapshots[snapshot].total_bytes if snapshot in metadata.snapshots else 0,
+        metadata=metadata.location,
+        uuid=metadata.uuid,
+        schema_id=metadata.schema_id,
+        columns={
+            name: metadata.columns[name]
             for name in (c.lower() for c in read)
             if name in metadata.columns
         },
-    }
+    )
 
 
 def untrusted(
-    relation: str, recorded: Mapping, now: TableMetadata, read: Sequence[str]
+    relation: str, recorded: BaseRecord, now: TableMetadata, read: Sequence[str]
 ) -> str | None:
     """Why the recorded state of `relation` no longer describes it (None: it still does)."""
-    if recorded.get("uuid") != now.uuid:
+    if recorded.uuid != now.uuid:
         why = f"base table {relation} was dropped and re-created since the last refresh"
         if relation.endswith(STATE_SUFFIX):
             upstream = relation[: -len(STATE_SUFFIX)]
             return f"{why}: the upstream ivm model {upstream} was rebuilt"
         return why
-    if recorded.get("schema_id") == now.schema_id:
+    if recorded.schema_id == now.schema_id:
         return None
-    before: Mapping[str, list] = recorded.get("columns", {})
+    before = recorded.columns
     names = [c.lower() for c in read]
     for name in names:
         if name not in now.columns:

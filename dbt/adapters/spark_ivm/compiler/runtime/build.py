@@ -28,7 +28,7 @@ from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 
 #: The metadata row a build commits, given the snapshots it pinned, what it trusts of each
 #: base (`base_tables.fingerprint`) and its run's record (`state_meta.written`).
-BuildMeta = Callable[[dict[str, int | None], dict, cost.Run], str]
+BuildMeta = Callable[[dict[str, int | None], dict[str, base_tables.BaseRecord], cost.Run], str]
 
 
 def partition_columns(plan: Plan, layout: Layout, model: str) -> list[str]:
@@ -120,7 +120,7 @@ def write_state(
     }
     pinned = {r: h.snapshot for r, h in heads.items()}
     state = session.target.state
-    live = frozenset(r for r, b in bases.items() if b["live"])
+    live = frozenset(r for r, b in bases.items() if b.live)
     versions = render.Versions(old={}, new=pinned, logs={}, live=live)
     recorded = with_fields(run, inputs=cost.input_bytes(bases), snapshots=cost.reflecting(pinned))
     meta = meta_row(pinned, bases, recorded)

@@ -297,7 +297,7 @@ class ChainMaintainer:
         aux = self.maintainer(
             model=f"{self.model}__ivm_aux",
             compiled_sql=split.aux_sql,
-            target=dataflow.aux_target(self.target),
+            target=self.target.auxiliary,
             existing=None,
         )
         aux_plan = aux.plan_state(self.target.schema.lower())
@@ -354,7 +354,7 @@ class ChainMaintainer:
 
     def _drop_aux(self) -> None:
         """Remove the auxiliary state's view and state table (the model no longer uses them)."""
-        drop_state(self.executor, dataflow.aux_target(self.target))
+        drop_state(self.executor, self.target.auxiliary)
 
     def _drop_stages(self, props: dict[str, str], keep: int) -> None:
         drop_stages(self.executor, self.target, props, keep)

@@ -10,7 +10,6 @@ model again to know its states, and a model that stops keeping one drops it.
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
@@ -56,4 +55,4 @@ def drop_stages(executor: Executor, target: Target, props: dict[str, str], keep:
     """Drop the sub-query states numbered `keep` and up that the model's view properties
     `props` record."""
     for index in range(keep, int(props.get(STAGES, "0") or 0)):
-        drop_state(executor, stages.stage_target(target, index))
+        drop_state(executor, target.sub_query(index))

@@ -42,7 +42,7 @@ from enum import StrEnum
 from typing import Any
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot, lineage
-from dbt.adapters.spark_ivm.compiler.runtime.base_tables import TableMetadata
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord, TableMetadata
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 
 #: Runs a state remembers.
@@ -262,9 +262,9 @@ def changes(
     return found
 
 
-def input_bytes(bases: Mapping[str, Mapping[str, Any]]) -> int:
+def input_bytes(bases: Mapping[str, BaseRecord]) -> int:
     """Bytes of all inputs, from what the state records of each (`base_tables.fingerprint`)."""
-    return sum(int(b.get("bytes", 0) or 0) for b in bases.values())
+    return sum(b.bytes for b in bases.values())
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,7 @@ class Explainer:
             moved = {
                 r: maintainer.session.table_metadata(r, h)
                 for r, h in heads.items()
-                if meta.base(r).get("metadata") != h.metadata
+                if meta.base(r).metadata != h.metadata
             }
         except IvmError:
             return  # a base the refresh cannot read: it says why
@@ -277,7 +277,7 @@ class Explainer:
         if found is None:
             return
         inputs = sum(c.total for c in found) + sum(
-            int(meta.base(r).get("bytes", 0) or 0) for r in heads if r not in moved
+            meta.base(r).bytes for r in heads if r not in moved
         )
         choice = cost.weigh(maintainer.policy, runs, found, inputs)
         does = "rebuild in place" if choice.rebuild else "refresh"

@@ -107,13 +107,13 @@ def recorded_facts(session: Session, meta: StateMeta, heads: dict[str, Head]) ->
         return None
     for relation, head in heads.items():
         before = meta.base(relation)
-        if before.get("metadata") == head.metadata:
+        if before.metadata == head.metadata:
             continue
         try:
             now = session.table_metadata(relation, head)
         except BaseRelationError:
             return None  # the full path reports it
-        if now.uuid != before.get("uuid") or now.schema_id != before.get("schema_id"):
+        if now.uuid != before.uuid or now.schema_id != before.schema_id:
             return None
     return facts
 
@@ -192,18 +192,18 @@ def check_unmoved(session: Session, heads: dict[str, Head], live: frozenset[str]
 
 def check_bases(
     session: Session, query: Query, meta: StateMeta, heads: dict[str, Head]
-) -> tuple[dict[str, base_tables.TableMetadata], dict]:
+) -> tuple[dict[str, base_tables.TableMetadata], dict[str, base_tables.BaseRecord]]:
     """The current metadata of every base table whose metadata file changed, and what the
     next state records of each; `Rebuild` when the state cannot be trusted (`base_tables`)."""
     read = query.columns_read()
-    recorded: dict = meta.bases or {}
+    recorded = meta.bases or {}
     changed: dict[str, base_tables.TableMetadata] = {}
-    bases: dict = {}
+    bases: dict[str, base_tables.BaseRecord] = {}
     for relation, head in heads.items():
         before = recorded.get(relation)
         if before is None:
             raise Rebuild(f"the state has no record of base table {relation}")
-        if before.get("metadata") == head.metadata:
+        if before.metadata == head.metadata:
             bases[relation] = before
             continue
         try:

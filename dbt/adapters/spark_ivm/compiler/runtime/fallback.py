@@ -19,7 +19,6 @@ the next run finds a table without ivm state and builds the model (`refresh.py`)
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.dataflow import aux_target
 from dbt.adapters.spark_ivm.compiler.errors import (
     IvmError,
     UncapturableBaseError,
@@ -64,7 +63,7 @@ def rebuild(
         # A maintained model: its state and auxiliary state are of no further use. The
         # view itself is dropped by the materialization just before the table is written.
         executor.execute(render.drop_state_sql(target.state))
-        drop_state(executor, aux_target(target))
+        drop_state(executor, target.auxiliary)
         try:
             props = table_properties(executor.fetch, target.view)
         except Exception:  # noqa: BLE001 - no readable view: no sub-query states recorded

@@ -43,6 +43,7 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
     logs,
     view,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REPLACED_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
@@ -155,7 +156,7 @@ class Maintainer:
                 heads = None
             self.session.checkpoint("capture")
         if meta is not None and heads is not None:
-            if all(meta.base(r).get("metadata") == h.metadata for r, h in heads.items()):
+            if all(meta.base(r).metadata == h.metadata for r, h in heads.items()):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 self.unchanged_facts = meta.facts
@@ -243,7 +244,7 @@ class Maintainer:
         meta: StateMeta,
         heads: dict[str, Head],
         metadata: dict[str, base_tables.TableMetadata],
-        bases: dict,
+        bases: dict[str, BaseRecord],
     ) -> cost.Run:
         """This run's record; `Rebuild` (in place) where the policy or the estimates say
         rebuild (`cost.py`). Reads nothing: the changed inputs' metadata is read already."""
@@ -347,7 +348,7 @@ class Maintainer:
         new_meta = meta_row(0, 0, 0).written  # a commit of the metadata row alone
         prepared: Prepared | None = None
         statement: str | None = None
-        live = frozenset(r for r, b in bases.items() if b.get("live"))
+        live = frozenset(r for r, b in bases.items() if b.live)
         found = captured.logs
         if found:
             versions = render.Versions(old=watermarks, new=pinned, logs=found, live=live)

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
 from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord
 
 
 def _sha(version: str, text: str) -> str:
@@ -56,10 +57,11 @@ class SqlDigest(str):
 class StateMeta:
     """A state's committed metadata row.
 
-    >>> row = '{"sql_hash": "ab", "watermarks": {"db.t": "7", "db.v": null}, "bases": {}}'
+    >>> row = ('{"sql_hash": "ab", "watermarks": {"db.t": "7", "db.v": null}, '
+    ...        '"bases": {"db.t": {"metadata": "v3.json", "bytes": 10}}}')
     >>> meta = StateMeta.parse(row, view_sql_hash="ab")
-    >>> meta.watermarks, meta.bases, meta.facts
-    ({'db.t': 7, 'db.v': None}, {}, None)
+    >>> meta.watermarks, meta.base("db.t").metadata, meta.base("db.v").metadata, meta.facts
+    ({'db.t': 7, 'db.v': None}, 'v3.json', None, None)
     >>> StateMeta.parse('{"sql_hash": "ab"}', None) is None  # no watermarks: damaged
     True
     """
@@ -71,7 +73,7 @@ class StateMeta:
     watermarks: dict[str, int | None]
     #: Per base relation, what the state trusts of it (`base_tables.fingerprint`); None when
     #: the row has none that can be read.
-    bases: dict[str, Any] | None
+    bases: dict[str, BaseRecord] | None
     #: The result columns, `[[name, type], ...]`, as the state was planned.
     outputs: Any
     #: The row as written, compared with the next one to skip a commit that changes nothing.
@@ -97,9 +99,10 @@ class StateMeta:
         the view it keeps records the old)?"""
         return digest.accepts(self.sql_hash) and digest.accepts(self.view_sql_hash)
 
-    def base(self, relation: str) -> dict[str, Any]:
-        """What the state recorded of `relation` (empty when nothing)."""
-        return (self.bases or {}).get(relation) or {}
+    def base(self, relation: str) -> BaseRecord:
+        """What the state recorded of `relation` (all empty when nothing)."""
+        found = (self.bases or {}).get(relation)
+        return found if found is not None else BaseRecord.of(None)
 
     @classmethod
     def parse(cls, text: str, view_sql_hash: str | None) -> StateMeta | None:
@@ -112,11 +115,19 @@ class StateMeta:
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
         bases = recorded.get("bases")
+        try:
+            records = (
+                {str(r): BaseRecord.of(b) for r, b in bases.items()}
+                if isinstance(bases, dict)
+                else None
+            )
+        except (ValueError, TypeError, AttributeError, IndexError):
+            records = None  # damaged: the refresh rebuilds ("no record of base table ..")
         return cls(
             sql_hash=recorded.get("sql_hash"),
             view_sql_hash=view_sql_hash,
             watermarks=watermarks,
-            bases=bases if isinstance(bases, dict) else None,
+            bases=records,
             outputs=recorded.get("outputs"),
             recorded=recorded,
             text=text,
@@ -127,7 +138,7 @@ def written(
     digest: str,
     plan: Plan,
     watermarks: dict[str, int | None],
-    bases: dict,
+    bases: dict[str, BaseRecord],
     runs: list[dict[str, Any]],
 ) -> str:
     """The metadata row a build or refresh commits: the SQL's digest, the watermarks, what
@@ -139,7 +150,7 @@ def written(
             "runs": runs,
             "sql_hash": digest,
             "watermarks": watermarks,
-            "bases": bases,
+            "bases": {relation: b.as_json() for relation, b in bases.items()},
             "outputs": outputs,
             "facts": {
                 "schemas": {

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from dbt.adapters.spark_ivm.compiler.relations import STATE_SUFFIX
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
-
-#: The suffix of every ivm state table (`facts.Target.state`).
-STATE_SUFFIX = "__ivm_state"
 
 
 def states(relations: Iterable[str]) -> list[str]:
