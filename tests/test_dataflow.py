@@ -152,3 +152,11 @@ def test_an_auxiliary_state_comes_first_and_the_model_reads_it():
         (dataflow.Role.MODEL, "db.m", (0,)),
     ]
     assert [s.sql() for s in flow.states] == [aux, top]
+
+
+def test_a_table_of_the_model_named_like_a_placeholder_is_read_as_it_is():
+    """Placeholders are unqualified; every table of a prepared SELECT has its database."""
+    select = "select s.k from (select * from db.__ivm_state_0) s"
+    flow = dataflow.cut(select, TARGET, "m")
+    assert [s.placeholders() for s in flow.states] == [()]
+    assert flow.top.sql() == "SELECT s.k FROM (SELECT * FROM db.__ivm_state_0) AS s"

@@ -63,7 +63,10 @@ def _placeholder_index(node: exp.Expression) -> int | None:
     source = node.args.get("from_")
     if not isinstance(node.expressions[0], exp.Star) or source is None:
         return None
-    name = source.this.name if isinstance(source.this, exp.Table) else ""
+    relation = source.this
+    if not isinstance(relation, exp.Table) or relation.args.get("db"):
+        return None  # a table of the model's (qualified by `stages.prepare`), not a placeholder
+    name = relation.name
     if not name.startswith(PLACEHOLDER) or node.args.get("joins") or node.args.get("where"):
         return None
     suffix = name[len(PLACEHOLDER) :]
