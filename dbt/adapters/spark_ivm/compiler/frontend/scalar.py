@@ -157,7 +157,17 @@ def _substituted(
 
 
 def rewrite(select: exp.Select, model: str) -> None:
-    """Replace the scalar sub-queries of `select`'s own clauses by joins (in place)."""
+    """Replace the scalar sub-queries of `select`'s own clauses by joins (in place).
+
+    >>> import sqlglot
+    >>> s = sqlglot.parse_one("select c.id, (select count(*) from db.o o where o.cust = c.id)"
+    ...                       " as n from db.c c", dialect="spark")
+    >>> rewrite(s, "m")
+    >>> print(s.sql("spark").replace(" LEFT JOIN", "\\nLEFT JOIN").replace(" ON", "\\nON"))
+    SELECT c.id, COALESCE(ivm_scalar0.v, 0) AS n FROM db.c AS c
+    LEFT JOIN (SELECT o.cust AS k0, COUNT(*) AS v FROM db.o AS o GROUP BY o.cust) AS ivm_scalar0
+    ON ivm_scalar0.k0 = c.id
+    """
     found = [
         s for s in select.find_all(exp.Subquery)
         if is_scalar(s) and s.find_ancestor(exp.Select) is select

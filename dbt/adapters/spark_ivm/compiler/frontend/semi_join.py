@@ -255,7 +255,16 @@ def _not_in(test: exp.In, number: int, model: str) -> tuple[exp.Expression, exp.
 
 def rewrite(select: exp.Select, model: str) -> None:
     """Replace the EXISTS / NOT EXISTS / IN conjuncts of `select`'s WHERE by joins (in place);
-    refuse every other place a sub-query test appears."""
+    refuse every other place a sub-query test appears.
+
+    >>> import sqlglot
+    >>> s = sqlglot.parse_one("select c.id from db.c c where exists "
+    ...                       "(select 1 from db.o o where o.cust = c.id)", dialect="spark")
+    >>> rewrite(s, "m")
+    >>> print(s.sql("spark").replace(" JOIN", "\\nJOIN"))
+    SELECT c.id FROM db.c AS c
+    JOIN (SELECT DISTINCT o.cust AS k0 FROM db.o AS o) AS ivm_semi0 ON ivm_semi0.k0 = c.id
+    """
     where = select.args.get("where")
     kept: list[exp.Expression] = []
     joins: list[exp.Join] = []

@@ -103,7 +103,14 @@ def repeat_lateral(copies: exp.Expression) -> exp.Lateral:
 
 def repeated(body: exp.Expression, copies: exp.Expression) -> exp.Expression:
     """A leaf (`body`: a table or a sub-query of a state's rows, or of its log) with every
-    row repeated `copies` times: the rows the state's view shows."""
+    row repeated `copies` times: the rows the state's view shows.
+
+    >>> sql = repeated(exp.to_table("db.s__ivm_state"), exp.column("__ivm_count__")).sql("spark")
+    >>> print(sql.replace(" LATERAL", "\\nLATERAL").replace(" __ivm_rep", "\\n__ivm_rep"))
+    (SELECT __ivm_b.* FROM (SELECT * FROM db.s__ivm_state) AS __ivm_b
+    LATERAL VIEW EXPLODE(ARRAY_REPEAT(0, CAST(`__ivm_b`.`__ivm_count__` AS INT)))
+    __ivm_rep AS __ivm_i)
+    """
     lateral = repeat_lateral(_qualified(copies))
     source = (
         body

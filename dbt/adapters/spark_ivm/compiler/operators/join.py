@@ -8,6 +8,21 @@ For N_k = N_(k-1) op_k S_k, with inputs read at the versions pinned for this ref
 
 Each term is a flat FROM of the model's own inputs and aliases (`delta.py`: `Term`,
 `TermRenderer`), so the model's WHERE, ON and select list apply to it unchanged.
+
+Example: all three inputs of an inner chain changed, one term per input:
+
+>>> from sqlglot import exp
+>>> from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+>>> k = [("k", "int")]
+>>> q = analyze("select a.k from a join b on a.k = b.k join c on b.k = c.k", "m",
+...             {"db.a": k, "db.b": k, "db.c": k}, "db")
+>>> renderer = TermRenderer(q, lambda i, v: exp.to_table(f"{v}_{q.inputs[i].alias}"),
+...                         changed=frozenset({0, 1, 2}))
+>>> for term in join_delta_terms(renderer):
+...     print(" x ".join(f"{q.inputs[i].alias}@{v}" for i, v in sorted(term.versions.items())))
+a@delta x b@old x c@old
+a@new x b@delta x c@old
+a@new x b@new x c@delta
 """
 
 from __future__ import annotations

@@ -11,6 +11,25 @@ Statements 2 and 4 of a refresh (`render.py` lists them all):
 * the MERGE INTO the state table (keys matched null-safely with `<=>`) that applies the
   delta table and the recomputed groups and advances the metadata row's watermarks: the
   refresh's single, atomic commit.
+
+Example: `select k, count(*) as n from t group by k`, its compacted delta rows in `c`:
+
+>>> from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+>>> from dbt.adapters.spark_ivm.compiler.plan import plan
+>>> q = analyze("select k, count(*) as n from t group by k", "m",
+...             {"db.t": [("k", "string"), ("x", "int")]}, "db")
+>>> the_plan = plan(q, [("k", "string"), ("n", "bigint")], [None])
+>>> text = delta_table_select(the_plan, "c", "db.m__ivm_state").sql("spark")
+>>> for part in (" FROM (", " FROM `c`", " LEFT", " AND", ", NOT", ", COALESCE"):
+...     text = text.replace(part, "\\n" + part.lstrip(", "))
+>>> print(text)
+SELECT d.*, FALSE AS `__ivm_recompute`
+NOT `s`.`__ivm_count__` IS NULL AS `__ivm_matched`
+COALESCE(`s`.`__ivm_count__`, 0) + `d`.`__ivm_count__` AS `__ivm_new_count`
+FROM (SELECT `__ivm_k0`, SUM(`__ivm_w`) AS `__ivm_count__`
+FROM `c` AS __ivm_rows GROUP BY `__ivm_k0` HAVING COUNT(*) > 0) AS d
+LEFT JOIN `db`.`m__ivm_state` AS s ON `s`.`__ivm_row__` = 0
+AND `s`.`__ivm_k0` IS NOT DISTINCT FROM `d`.`__ivm_k0`
 """
 
 from __future__ import annotations

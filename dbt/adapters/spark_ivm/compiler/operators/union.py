@@ -222,7 +222,17 @@ def operands(tree: exp.SetOperation) -> tuple[list[exp.Expression], int]:
     c)` when every link is the same form (with ALL: max(max(a - b, 0) - c, 0) = max(a - b -
     c, 0)). Anything else is nested: the left operand of a 3-operand INTERSECT (`a INTERSECT
     b INTERSECT c` is `(a INTERSECT b) INTERSECT c`), an EXCEPT ALL link of an EXCEPT chain,
-    an INTERSECT / EXCEPT inside a UNION or as an operand, a UNION inside an ALL form."""
+    an INTERSECT / EXCEPT inside a UNION or as an operand, a UNION inside an ALL form.
+
+    >>> import sqlglot
+    >>> def shown(select):
+    ...     found, left = operands(sqlglot.parse_one(select, dialect="spark"))
+    ...     return [leaf.sql("spark") for leaf in found], left
+    >>> shown("select k from a except select k from b except select k from c")
+    (['SELECT k FROM a', 'SELECT k FROM b', 'SELECT k FROM c'], 1)
+    >>> shown("select k from a intersect select k from b intersect select k from c")[1]
+    1
+    """
     distinct = bool(tree.args.get("distinct"))
     if isinstance(tree, exp.Union):  # its own ORDER BY / LIMIT is the model's, not a branch's
         return [*_leaves(tree.this, distinct), *_leaves(tree.expression, distinct)], 0

@@ -80,7 +80,12 @@ class AuxSplit:
 def exact_sum_type(arg_type: str | None) -> str | None:
     """Spark's result type of sum(x) when summing partial sums gives it exactly (see the
     module docstring), else None. `bigint` for integral x; decimal(p + 10, s) for
-    decimal(p, s) while p + 10 <= 38 (not capped)."""
+    decimal(p, s) while p + 10 <= 38 (not capped).
+
+    >>> exact_sum_type("int"), exact_sum_type("decimal(10,2)"), exact_sum_type("decimal(30,2)")
+    ('bigint', 'decimal(20,2)', None)
+    >>> exact_sum_type("double")  # partial sums of doubles round differently
+    """
     if arg_type is None:
         return None
     base = arg_type.lower().strip()

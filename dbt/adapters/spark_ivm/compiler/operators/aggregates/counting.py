@@ -34,6 +34,17 @@ class CountRule(AggregateRule):
     """count(x): nn = number of non-NULL x; nn' = nn + sum(w * [x is not null]).
 
     Example: x values {1, NULL}; delete 1, insert NULL -> nn = 1 - 1 + 0 = 0.
+
+    >>> from sqlglot import parse_one
+    >>> from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate
+    >>> from dbt.adapters.spark_ivm.compiler.sql.templates import sql
+    >>> rule = CountRule(0, Aggregate(AggKind.COUNT, parse_one("count(t.x)"), parse_one("t.x")))
+    >>> rule.state_columns(), sql(rule.initial()["__ivm_nn_0"])
+    (['__ivm_nn_0'], 'COUNT(t.x)')
+    >>> sql(rule.delta(exp.column("w"))["__ivm_nn_0"])  # the delta rows' x is __ivm_a0
+    'SUM(CASE WHEN `__ivm_a0` IS NULL THEN 0 ELSE w END)'
+    >>> sql(rule.merged("s", "d")["__ivm_nn_0"])
+    '`s`.`__ivm_nn_0` + `d`.`__ivm_nn_0`'
     """
 
     def state_columns(self) -> list[str]:

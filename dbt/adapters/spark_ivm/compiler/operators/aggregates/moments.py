@@ -74,6 +74,13 @@ class MomentRule(AggregateRule):
 
     Example: x {1, 2, 3} -> n 3, K 2, s1 0, s2 2 (var_pop 2/3); insert 5: K_d 5, d1 0,
     d2 0, delta 3 -> s1 3, s2 2 + 9 = 11, n 4 -> M2 = 11 - 9/4 = 8.75, var_samp 2.9166...
+
+    >>> from sqlglot import parse_one
+    >>> from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate
+    >>> call = parse_one("var_pop(t.x)", dialect="spark")
+    >>> rule = MomentRule(0, Aggregate(AggKind.MOMENT, call, parse_one("t.x")), "double")
+    >>> print(*rule.state_columns())  # n, nf, K, s1, s2, e1, e2
+    __ivm_mn_0 __ivm_mnf_0 __ivm_mk_0 __ivm_ms1_0 __ivm_ms2_0 __ivm_me1_0 __ivm_me2_0
     """
 
     @property

@@ -17,6 +17,16 @@ class RecomputeRule(AggregateRule):
     base tables restricted to its key; other groups are not read.
 
     Example: count(DISTINCT x) of group 'a' = 2; insert x=7 into 'a' -> 'a' recomputed = 3.
+
+    >>> from sqlglot import parse_one
+    >>> from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate
+    >>> from dbt.adapters.spark_ivm.compiler.sql.templates import sql
+    >>> call = parse_one("count(distinct t.x)")
+    >>> rule = RecomputeRule(2, Aggregate(AggKind.RECOMPUTE, call, parse_one("t.x")), "int")
+    >>> rule.state_columns(), sql(rule.initial()["__ivm_val_2"])
+    (['__ivm_val_2'], 'COUNT(DISTINCT t.x)')
+    >>> sql(rule.needs_recompute("s", "d")), sql(rule.merged("s", "d")["__ivm_val_2"])
+    ('TRUE', '`d`.`__ivm_rc___ivm_val_2`')
     """
 
     def state_columns(self) -> list[str]:

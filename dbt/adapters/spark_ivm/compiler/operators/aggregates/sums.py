@@ -81,6 +81,18 @@ class SumRule(AggregateRule):
       of the value, see DOUBLE_ERROR_BUDGET), or the sum is not finite, the group is
       recomputed. Example: {1.0} + insert 1e16 -> sum 1e16, mag ~3e16; delete 1e16 -> sum
       0.0, mag ~4e16 > 9e4 * 0 -> recomputed: sum 1.0, mag 1.0.
+
+    >>> from sqlglot import parse_one
+    >>> from dbt.adapters.spark_ivm.compiler.ir import AggKind, Aggregate
+    >>> from dbt.adapters.spark_ivm.compiler.sql.templates import sql
+    >>> rule = SumRule(1, Aggregate(AggKind.SUM, parse_one("sum(t.x)"), parse_one("t.x")), "int")
+    >>> rule.state_columns()
+    ['__ivm_sum_1', '__ivm_nn_1']
+    >>> sql(rule.delta(exp.column("w"))["__ivm_sum_1"])  # int sums as bigint, as Spark's SUM
+    'SUM(CAST(`__ivm_a1` AS BIGINT) * w)'
+    >>> print(sql(rule.merged("s", "d")["__ivm_sum_1"]).replace(" ELSE", "\\nELSE"))
+    CASE WHEN `s`.`__ivm_nn_1` + `d`.`__ivm_nn_1` = 0 THEN NULL
+    ELSE COALESCE(`s`.`__ivm_sum_1`, 0) + COALESCE(`d`.`__ivm_sum_1`, 0) END
     """
 
     def _input(self, x: exp.Expression) -> exp.Expression:
