@@ -40,7 +40,19 @@ def procedure_sql(relation: str, old: int | None, new: int, view_name: str) -> s
 
 
 def log_select(view_name: str, columns: Sequence[str], exact: Collection[str] = ()) -> exp.Select:
-    """The compacted log of a changelog view (raw or carry-overs removed: same result)."""
+    """The compacted log of a changelog view (raw or carry-overs removed: same result):
+    a carried-over row, deleted with its old file and inserted with the new one, sums to
+    weight 0 and is dropped.
+
+    >>> text = log_select("v", ["k", "x"]).sql("spark")
+    >>> for part in (" FROM", " GROUP"):
+    ...     text = text.replace(part, "\\n" + part.lstrip())
+    >>> print(text)
+    SELECT `k`, `x`, SUM(`__ivm_cw`) AS `__ivm_w`
+    FROM (SELECT `k`, `x`, IF(_change_type IN ('INSERT', 'UPDATE_AFTER'), 1, -1) AS `__ivm_cw`
+    FROM `v`) AS __ivm_src
+    GROUP BY `k`, `x` HAVING SUM(`__ivm_cw`) <> 0
+    """
     weight = exp.If(
         this=exp.column("_change_type").isin("INSERT", "UPDATE_AFTER"),
         true=exp.Literal.number(1),

@@ -46,6 +46,17 @@ def log_select(
     auxiliary state handing its change to the model, `chain.py`): the same log, without
     shuffling both versions whole. `touched`: only rows of the data files the window touched
     (`touched_files.py`; the others are the same in both versions).
+
+    >>> text = log_select("db.t", 3, 5, ["k", "x"]).sql("spark")
+    >>> for part in (" FROM (", " FROM `db`", " UNION ALL", " GROUP BY"):
+    ...     text = text.replace(part, "\\n" + part.lstrip())
+    >>> print(text)
+    SELECT `k`, `x`, SUM(`__ivm_cw`) AS `__ivm_w`
+    FROM (SELECT `__ivm_v`.`k`, `__ivm_v`.`x`, 1 AS `__ivm_cw`
+    FROM `db`.`t` VERSION AS OF 5 AS __ivm_v
+    UNION ALL SELECT `__ivm_v`.`k`, `__ivm_v`.`x`, -1 AS `__ivm_cw`
+    FROM `db`.`t` VERSION AS OF 3 AS __ivm_v) AS __ivm_src
+    GROUP BY `k`, `x` HAVING SUM(`__ivm_cw`) <> 0
     """
 
     def version(snap: int | None, weight: int) -> exp.Select:

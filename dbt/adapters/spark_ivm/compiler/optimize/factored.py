@@ -109,7 +109,22 @@ def split(
     ranges: Mapping[tuple[int, str], KeyRange] | None,
     projections: Sequence[tuple[str, exp.Expression]],
 ) -> Factoring:
-    """Which terms to factor (none when the rewrite is not exact or would not pay)."""
+    """Which terms to factor (none when the rewrite is not exact or would not pay).
+
+    >>> from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+    >>> from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
+    >>> from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
+    >>> kj = [("k", "int"), ("j", "int")]
+    >>> q = analyze("select o.k, count(*) n from o join c on o.k = c.k join n on c.j = n.j "
+    ...             "group by o.k", "m", {"db.o": kj, "db.c": kj, "db.n": kj}, "db")
+    >>> renderer = TermRenderer(q, lambda i, v: exp.to_table(f"{v}_{q.inputs[i].alias}"),
+    ...                         changed=frozenset({1, 2}))  # c and n changed, o did not
+    >>> found = split(join_delta_terms(renderer), q, key_links(q), None, [("k", q.outputs[0])])
+    >>> def show(term):
+    ...     return " x ".join(f"{q.inputs[i].alias}@{v}" for i, v in sorted(term.versions.items()))
+    >>> [show(t) for t in found.plain], [show(t) for t in found.factored]
+    ([], ['o@new x c@delta x n@old', 'o@new x c@new x n@delta'])
+    """
     keep = Factoring(list(terms), [])
     if len(query.inputs) < 3 or any(s.kind is not JoinKind.INNER for s in query.steps):
         return keep
