@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import sqlglot
 from sqlglot import exp
@@ -44,7 +44,7 @@ from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 PLACEHOLDER = "__ivm_state_"
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     """What a state is to the model."""
 
     SUB_QUERY = "sub-query state"
