@@ -2,17 +2,20 @@
 
 Read-only. It plans the model as its next `dbt run` would, from the SQL its relation records
 (`ivm.sql`; or a SELECT given to it), through the same steps as `chain.py`: the views it reads
-are replaced by their queries, tables without snapshots are read through their copies,
-sub-queries that keep a state are cut out innermost first, and an auxiliary state recorded
-by the last build is planned as such. For each state it prints the operators (joins and the
-rule each outer join or aggregate is maintained by), the state table's rows and the watermark
-of each input against the input's current snapshot, which delta terms are pruned by key, and
-whether an auxiliary state is kept, possible, or why not. A refused construct is named as
+are replaced by their queries, tables without snapshots are read through their copies, and
+the model's `Dataflow` (`dataflow.py`: sub-query states innermost first, or the auxiliary
+state recorded by the last build, then the model) is printed and walked as `walk.py` runs
+it, each state planned over the ones before it. For each state it prints the operators
+(joins and the rule each outer join or aggregate is maintained by), the state table's rows
+and the watermark of each input against the input's current snapshot, which delta terms are
+pruned by key, and whether an auxiliary state is kept, possible, or why not. A refused construct is named as
 `dbt run` would name it. Nothing is created, changed or dropped.
 
 Example (an aggregate over a join of two Iceberg tables; the lines as printed, abridged):
 
     ivm model 'revenue' (analytics.revenue): a view over its state table
+      dataflow of 'revenue': 1 state
+        1. the model's state analytics.revenue
       state analytics.revenue__ivm_state: 25 state rows
         input db.nations: snapshot 120 reflected, now 131 (changed since the last run)
         input db.orders: snapshot 8812 reflected, current (no change waiting)
