@@ -23,8 +23,8 @@ import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 from small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.runtime import cost, upkeep
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import METADATA_VERSIONS
 
 SCHEMA = "ivm_upkeep"
@@ -310,7 +310,7 @@ def test_a_format_2_state_is_moved_to_format_3_by_its_compaction(
     p.sql(f"DROP VIEW IF EXISTS {SCHEMA}.agg")
     p.sql(f"DROP TABLE IF EXISTS {SCHEMA}.agg__ivm_state PURGE")
     with monkeypatch.context() as legacy:
-        legacy.setitem(render.STATE_PROPERTIES, "format-version", "2")
+        legacy.setitem(state_table.STATE_PROPERTIES, "format-version", "2")
         assert p.dbt("run", "--select", "agg").success
     assert _format_version(p, "agg") == "2"
     monkeypatch.setattr(upkeep, "DELETE_FILE_THRESHOLD", 2)

@@ -60,7 +60,7 @@ class ConnectionExecutor:
         session over the Derby metastore this process holds the lock on
         (`metastore_lock.py`), its session catalog current (a named catalog's warehouse
         could be another process's too): a refresh's commit then needs no guard against
-        another run of its model (`render.meta_unchanged`)."""
+        another run of its model (`state_table.meta_unchanged`)."""
         spark = self._local_session()
         if spark is None or not metastore_lock.held():
             return False

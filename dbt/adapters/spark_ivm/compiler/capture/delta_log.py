@@ -35,9 +35,9 @@ from sqlglot import exp
 from dbt.adapters.spark_ivm.compiler.capture import version_diff
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.relations import STATE_SUFFIX
-from dbt.adapters.spark_ivm.compiler.render import ROW, drop_state_sql
 from dbt.adapters.spark_ivm.compiler.runtime import upkeep
 from dbt.adapters.spark_ivm.compiler.sql.layout import BOUNDED_METADATA, NO_LAYOUT, Layout
+from dbt.adapters.spark_ivm.compiler.sql.state_table import ROW, drop_state_sql
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 LOG_SUFFIX = "__ivm_dlog"

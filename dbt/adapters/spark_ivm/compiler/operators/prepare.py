@@ -46,7 +46,7 @@ class Run(Protocol):
 @dataclass(frozen=True)
 class MetaWrite:
     """The metadata row a commit writes (`written`) over the one the run read (`read`): the
-    commit holds only while the state's row is still `read` (`render.meta_unchanged`; None:
+    commit holds only while the state's row is still `read` (`state_table.meta_unchanged`; None:
     no other process can commit to the state, and the commit needs no such guard)."""
 
     read: str | None

@@ -48,16 +48,9 @@ from dbt.adapters.spark_ivm.compiler.operators.prepare import (
     Run,
 )
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.render import (
-    MATCHED,
-    META,
-    NEW_COUNT,
-    ROW,
-    meta_unchanged,
-    recompute_select,
-    typed,
-)
+from dbt.adapters.spark_ivm.compiler.render import MATCHED, NEW_COUNT, recompute_select, typed
 from dbt.adapters.spark_ivm.compiler.sql.merge import When, merge_into
+from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, meta_unchanged
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
     col,
     null_safe_match,

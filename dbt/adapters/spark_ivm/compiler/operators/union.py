@@ -71,13 +71,8 @@ from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT, TermRenderer
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, bag_key
-from dbt.adapters.spark_ivm.compiler.render import (
-    META,
-    ROW,
-    compacted_delta_select,
-    full_term,
-    with_meta_row,
-)
+from dbt.adapters.spark_ivm.compiler.render import compacted_delta_select, full_term
+from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, with_meta_row
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, template, union_all
 
 

@@ -42,15 +42,10 @@ from dbt.adapters.spark_ivm.compiler.operators.prepare import (
     Run,
 )
 from dbt.adapters.spark_ivm.compiler.plan import Plan, output_column
-from dbt.adapters.spark_ivm.compiler.render import (
-    META,
-    ROW,
-    full_term,
-    meta_unchanged,
-    with_meta_row,
-)
+from dbt.adapters.spark_ivm.compiler.render import full_term
 from dbt.adapters.spark_ivm.compiler.render import typed as typed_as
 from dbt.adapters.spark_ivm.compiler.sql.merge import When, merge_into
+from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, meta_unchanged, with_meta_row
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, null_safe_match, sql, table, text
 
 TAG = "__ivm_tag"  # MERGE source rows: 'i' a recomputed row, 'd' an affected key, 'm' metadata

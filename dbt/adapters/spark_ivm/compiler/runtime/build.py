@@ -2,7 +2,7 @@
 a base event).
 
 Over an existing model the new state replaces the old one in one Iceberg commit (`CREATE OR
-REPLACE TABLE .. AS`, `render.replace_state_sql`): the model's view shows the old rows until
+REPLACE TABLE .. AS`, `state_table.replace_state_sql`): the model's view shows the old rows until
 then, a build that fails before it leaves them, and the view is dropped and created only where
 the new one differs (`view.ViewStatement`). A rebuild in place (`INSERT OVERWRITE`, chosen by
 `ivm_refresh`) is the other one-commit rebuild, for a state whose columns stay as they are.
@@ -24,6 +24,7 @@ from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, facts
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 
 #: The metadata row a build commits, given the snapshots it pinned, what it trusts of each
@@ -76,7 +77,7 @@ def create_state(
     replaced = False
     if replace:
         session.checkpoint(REBUILD_STEP)
-        statement = render.replace_state_sql(state, select, layout, partitions)
+        statement = state_table.replace_state_sql(state, select, layout, partitions)
         try:
             session.run("build state", statement)
             replaced = True
@@ -89,7 +90,7 @@ def create_state(
                 "(the view is unreadable until the build is done)"
             )
     if not replaced:
-        for statement in render.create_state_sql(state, select, layout, partitions):
+        for statement in state_table.create_state_sql(state, select, layout, partitions):
             session.run("build state", statement)
     if publish:
         for statement in delta_log.create_sql(state, layout.unpartitioned()):
@@ -130,12 +131,12 @@ def write_state(
         # One commit: readers see the old rows until it, and a reader of this model's
         # delta log finds a commit with no entry and reads the version diff instead.
         session.checkpoint(REBUILD_STEP)
-        session.run("build state", render.overwrite_state_sql(state, select))
+        session.run("build state", state_table.overwrite_state_sql(state, select))
     else:
         create_state(session, plan, select, replace=replace, publish=publish)
     try:
         facts.check_unmoved(session, heads, live)
     except BaseRelationError:
-        session.run("build state", render.drop_state_sql(state))
+        session.run("build state", state_table.drop_state_sql(state))
         raise
     return session.state_rows()

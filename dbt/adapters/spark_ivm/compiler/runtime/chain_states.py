@@ -9,11 +9,11 @@ model again to know its states, and a model that stops keeping one drops it.
 
 from __future__ import annotations
 
-from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 AUX_ENV = "DBT_SPARK_IVM_AUX_STATES"
@@ -48,7 +48,7 @@ def make_view(executor: Executor, target: Target, outcome: Outcome, exists: bool
 def drop_state(executor: Executor, target: Target) -> None:
     """Drop a state's view and state table."""
     executor.execute(f"DROP VIEW IF EXISTS {sql(table(target.view))}")
-    executor.execute(render.drop_state_sql(target.state))
+    executor.execute(state_table.drop_state_sql(target.state))
 
 
 def drop_stages(executor: Executor, target: Target, props: dict[str, str], keep: int) -> None:

@@ -58,6 +58,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: What maintains a join step, by kind (`delta.py`, `outer_join.py`).
@@ -218,7 +219,7 @@ class Explainer:
         summary: a merge-on-read state's `total-records` still counts deleted rows."""
         try:
             found = self.chain.executor.fetch(
-                f"SELECT count(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
+                f"SELECT count(*) FROM {sql(table(state))} WHERE {state_table.ROW} = 0"
             )
         except Exception:  # noqa: BLE001 - no state table yet
             return None

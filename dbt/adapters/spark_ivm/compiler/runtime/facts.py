@@ -29,6 +29,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
 FORMAT_VERSION = "5"  # 3: MIN/MAX states keep ranked value lists; 4: views record
@@ -130,17 +131,17 @@ def same_model(
 
 
 def _meta_rows(session: Session) -> list[tuple]:
-    """`render.meta_sql`'s rows: in session mode read by the driver (the row's file, no
+    """`state_table.meta_sql`'s rows: in session mode read by the driver (the row's file, no
     Spark job: 0.085-0.1 s a refresh on these 2 cores), else in SQL."""
     state = session.target.state
     if isinstance(session.executor, MetadataReader):
         reader = session.executor
         found = session.timed(
-            "meta", lambda: reader.iceberg_rows_where(state, render.ROW, 1, [render.META])
+            "meta", lambda: reader.iceberg_rows_where(state, state_table.ROW, 1, [state_table.META])
         )
         if found is not None:
             return found
-    return session.fetch("meta", render.meta_sql(state))
+    return session.fetch("meta", state_table.meta_sql(state))
 
 
 def read_meta(session: Session) -> Found:
@@ -162,7 +163,7 @@ def read_meta(session: Session) -> Found:
 def check_committed(session: Session, row: str) -> None:
     """After a refresh's commit: fail when the state's metadata row is not `row`, the one
     the commit wrote. The commit held only over the row the run read
-    (`render.meta_unchanged`): another run of the model committed first and this one's
+    (`state_table.meta_unchanged`): another run of the model committed first and this one's
     changes were left out (or another committed right after it). Either way the state holds
     whole commits only and the next run refreshes from it."""
     found = _meta_rows(session)

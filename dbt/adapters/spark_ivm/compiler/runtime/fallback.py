@@ -18,7 +18,6 @@ the next run finds a table without ivm state and builds the model (`refresh.py`)
 
 from __future__ import annotations
 
-from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import (
     IvmError,
     UncapturableBaseError,
@@ -30,6 +29,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, table_pro
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 
 UNSUPPORTED_ENV = "DBT_SPARK_IVM_UNSUPPORTED"
@@ -62,7 +62,7 @@ def rebuild(
     if existing == "view":
         # A maintained model: its state and auxiliary state are of no further use. The
         # view itself is dropped by the materialization just before the table is written.
-        executor.execute(render.drop_state_sql(target.state))
+        executor.execute(state_table.drop_state_sql(target.state))
         drop_state(executor, target.auxiliary)
         try:
             props = table_properties(executor.fetch, target.view)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import views
@@ -29,6 +28,7 @@ from dbt.adapters.spark_ivm.compiler.runtime import upstream
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, describe_columns
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -86,7 +86,7 @@ def stale_upstreams(
     notes: list[str] = []
     for state in states:
         try:
-            rows = executor.fetch(render.meta_sql(state))
+            rows = executor.fetch(state_table.meta_sql(state))
             marks = upstream.watermarks(rows[0][0] if rows else None)
             heads = heads_of(sorted(marks))
         except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say

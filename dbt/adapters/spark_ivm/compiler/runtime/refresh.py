@@ -60,6 +60,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 
 __all__ = [
     "STATE_TABLE",
@@ -374,7 +375,7 @@ class Maintainer:
             statement = prepared.commit
             self.data_changed = prepared.changes_rows
         if statement is None and meta.moved(new_meta):
-            statement = render.advance_meta_sql(state, new_meta, read)
+            statement = state_table.advance_meta_sql(state, new_meta, read)
         if statement is not None:
             facts.check_unmoved(self.session, heads, live)
             heads_before = self.session.current_heads([state]) if self.publish else None

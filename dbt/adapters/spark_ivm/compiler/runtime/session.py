@@ -29,6 +29,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     describe_columns,
     relation_properties,
 )
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -136,7 +137,7 @@ class Session:
 
     def guards_commits(self) -> bool:
         """Must a refresh's commit hold only over the metadata row it read
-        (`render.meta_unchanged`)? Yes, unless no other process can commit to the state
+        (`state_table.meta_unchanged`)? Yes, unless no other process can commit to the state
         (`executor.SoleWriter`): then the guard and its check cost 0.15-0.3 s a refresh for
         nothing (bench/results/2026-11-28-guard)."""
         if self.sole is None:
@@ -227,7 +228,7 @@ class Session:
         if found is not None:
             return found
         state = self.target.state
-        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {render.ROW} = 0"
+        select = f"SELECT COUNT(*) FROM {sql(table(state))} WHERE {state_table.ROW} = 0"
         return int(self.fetch("count", select)[0][0])
 
     def summary_rows(self) -> int | None:

@@ -1,6 +1,6 @@
 """state_meta: the metadata row a state commits with its data, as read back.
 
-The row (`render.meta_sql`) is JSON written in the same Iceberg commit as the state's rows:
+The row (`state_table.meta_sql`) is JSON written in the same Iceberg commit as the state's rows:
 the digest of the SQL it was built from, per base relation the snapshot it reflects (the
 watermark) and what it trusts of that table, the result columns, and the planning facts. A
 row that does not parse is no state at all: the model rebuilds.

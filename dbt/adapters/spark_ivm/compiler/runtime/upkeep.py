@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import PROCEDURES
-from dbt.adapters.spark_ivm.compiler.render import STATE_FORMAT
+from dbt.adapters.spark_ivm.compiler.sql.state_table import STATE_FORMAT
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 #: Live delete files (deletion vectors) at which the state is compacted.
