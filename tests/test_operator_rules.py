@@ -34,15 +34,10 @@ TYPES = {"k": "int", "x": "int", "__ivm_count__": "bigint"}
 META = MetaWrite(read='{"watermarks": {"a": 1}}', written='{"watermarks": {"a": 2}}')
 
 
-def _versions(term) -> dict[int, str]:
-    """The version each input of a term reads: its base (a prefix or a leaf), then its joins."""
-    return term.versions
-
-
 def test_an_inner_chain_has_one_term_per_changed_input_in_the_sum_over_inputs_order():
     p = planned(CHAIN, SCHEMAS)
     terms = join_delta_terms(renderer_for(p, {"a", "b", "c"}, SCHEMAS))
-    assert [_versions(t) for t in terms] == [
+    assert [t.versions for t in terms] == [
         {0: DELTA, 1: OLD, 2: OLD},
         {0: NEW, 1: DELTA, 2: OLD},
         {0: NEW, 1: NEW, 2: DELTA},
