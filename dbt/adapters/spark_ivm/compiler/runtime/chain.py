@@ -315,9 +315,17 @@ class ChainMaintainer:
         return self._held(f"ivm_aux_states changed from '{before}' to '{self.mode}', so {reason}")
 
     def _flat(self, choice: str, reason: str | None) -> Outcome:
-        flat = self.maintainer(view_properties={CHOICE: choice}, rebuild_because=reason)
-        outcome = flat.run()
-        return replace(outcome, timings=self.timings + outcome.timings)
+        """The model as one state (`walk.walk` of `dataflow.flat`)."""
+        return walk.walk(
+            dataflow.flat(self.compiled_sql, self.target, self.model),
+            executor=self.executor,
+            maintainer=self.maintainer,
+            exists=lambda view: self.properties_of(view) is not None,
+            user_sql=self.user_sql,
+            timings=self.timings,
+            view_properties={CHOICE: choice},
+            rebuild_because=reason,
+        )
 
     def _chain(self, aux_sql: str, top_sql: str, choice: str, reason: str | None) -> Outcome:
         """The auxiliary state, then the model over it (`walk.walk`)."""
