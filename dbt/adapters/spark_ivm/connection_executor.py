@@ -149,6 +149,13 @@ class ConnectionExecutor:
         self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
         return True
 
+    def count_scratch(self, view_name: str) -> int | None:
+        """The rows of a local checkpoint `scratch_view` made, counted over its RDD: one job
+        that computes and keeps them, where `SELECT COUNT(*)` took two (adaptive execution
+        runs the count's partial aggregate and its final one as jobs of their own)."""
+        plan = self._checkpointed.get(view_name)
+        return None if plan is None else int(plan.rdd().count())
+
     def drop_scratch_view(self, view_name: str) -> bool:
         """Session method: drop the temp view through the session's catalog, which also
         uncaches a `CACHE TABLE` view's rows (a `DROP VIEW` statement cost 0.012-0.017 s,

@@ -44,6 +44,11 @@ class ScratchWriter(Protocol):
         `CACHE TABLE .. AS` is used)."""
         ...
 
+    def count_scratch(self, view_name: str) -> int | None:
+        """The number of rows of `view_name`, made by `scratch_view`, counted by one Spark
+        job that computes and keeps them (None: not such a view; then a `COUNT(*)` runs)."""
+        ...
+
     def release_scratch_view(self, view_name: str) -> None:
         """Free the rows `scratch_view` kept for `view_name` (after its view is dropped)."""
         ...

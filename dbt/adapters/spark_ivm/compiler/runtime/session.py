@@ -112,8 +112,13 @@ class Session:
 
     def compute_counted(self, label: str, name: str, select: exp.Expression) -> int:
         """Compute a scratch relation; its number of rows (counted as it is computed)."""
-        count = f"SELECT COUNT(*) FROM {sql(table(name))}"
-        return int(self.compute_and_fetch(label, name, select, count)[0][0])
+        self.compute_scratch(label, name, select, eager=False)
+        if isinstance(self.executor, ScratchWriter):
+            writer = self.executor
+            counted = self.timed(label, lambda: writer.count_scratch(name))
+            if counted is not None:
+                return counted
+        return int(self.fetch(label, f"SELECT COUNT(*) FROM {sql(table(name))}")[0][0])
 
     def drop_scratch(self) -> None:
         """Release the run's scratch relations (also after a failure: they hold memory)."""
