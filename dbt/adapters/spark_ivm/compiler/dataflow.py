@@ -37,7 +37,7 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.frontend import stages
-from dbt.adapters.spark_ivm.compiler.relations import Target
+from dbt.adapters.spark_ivm.compiler.relations import Target, auxiliary_name, sub_query_name
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 #: The relation a state's SELECT reads an earlier state through until that state is planned.
@@ -50,6 +50,21 @@ class Role(StrEnum):
     SUB_QUERY = "sub-query state"
     AUXILIARY = "auxiliary state"
     MODEL = "the model's state"
+
+    def tag(self, index: int) -> str:
+        """The state's short name in a run's timings, by its place in the dataflow.
+
+        >>> Role.SUB_QUERY.tag(1), Role.AUXILIARY.tag(0), Role.MODEL.tag(2)
+        ('s1', 'aux', 'model')
+        """
+        if self is Role.SUB_QUERY:
+            return f"s{index}"
+        return "aux" if self is Role.AUXILIARY else "model"
+
+    @property
+    def in_summary(self) -> str:
+        """How a run's one-line summary names an earlier state before its relation."""
+        return "aux state" if self is Role.AUXILIARY else "state"
 
 
 def _placeholder(index: int) -> exp.Select:
@@ -185,7 +200,7 @@ def with_auxiliary(aux_select: str, top_select: str, target: Target, model: str)
       1. auxiliary state db.m__ivm_aux
       2. the model's state db.m, reads 1
     """
-    aux = flat(aux_select, target.auxiliary, f"{model}__ivm_aux").top
+    aux = flat(aux_select, target.auxiliary, auxiliary_name(model)).top
     top = flat(top_select, target, model).top
     return Dataflow(
         model,
@@ -221,7 +236,7 @@ def cut(tree: exp.Query | str, target: Target, model: str) -> Dataflow:
         nodes.append(
             StateNode(
                 Role.SUB_QUERY,
-                f"{model}__ivm_s{index}",
+                sub_query_name(model, index),
                 target.sub_query(index),
                 sub.this.copy(),
                 reads=_reads(sub.this),

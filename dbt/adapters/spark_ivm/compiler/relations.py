@@ -15,6 +15,16 @@ from dataclasses import dataclass
 STATE_SUFFIX = "__ivm_state"
 
 
+def sub_query_name(name: str, index: int) -> str:
+    """The name of sub-query state `index` of the model or relation `name`."""
+    return f"{name}__ivm_s{index}"
+
+
+def auxiliary_name(name: str) -> str:
+    """The name of the auxiliary state of the model or relation `name`."""
+    return f"{name}__ivm_aux"
+
+
 @dataclass(frozen=True)
 class Target:
     """The model's relation and the names of its companions (same schema, clear suffixes)."""
@@ -36,7 +46,7 @@ class Target:
         >>> Target("db", "m").sub_query(1).state
         'db.m__ivm_s1__ivm_state'
         """
-        return Target(self.schema, f"{self.identifier}__ivm_s{index}")
+        return Target(self.schema, sub_query_name(self.identifier, index))
 
     @property
     def auxiliary(self) -> Target:
@@ -45,7 +55,7 @@ class Target:
         >>> Target("db", "m").auxiliary.view
         'db.m__ivm_aux'
         """
-        return Target(self.schema, f"{self.identifier}__ivm_aux")
+        return Target(self.schema, auxiliary_name(self.identifier))
 
     def _scratch(self, kind: str) -> str:
         # Session views are not qualified by a schema, so the name carries the model's.

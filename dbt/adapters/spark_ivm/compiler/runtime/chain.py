@@ -34,7 +34,7 @@ from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
-from dbt.adapters.spark_ivm.compiler.relations import Target
+from dbt.adapters.spark_ivm.compiler.relations import Target, auxiliary_name
 from dbt.adapters.spark_ivm.compiler.runtime import cost, inputs, upstream, walk
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
@@ -295,7 +295,7 @@ class ChainMaintainer:
                 self._drop_aux()
             return self._flat(choice, reason)
         aux = self.maintainer(
-            model=f"{self.model}__ivm_aux",
+            model=auxiliary_name(self.model),
             compiled_sql=split.aux_sql,
             target=self.target.auxiliary,
             existing=None,

@@ -88,10 +88,9 @@ def walk(
             if index in waited:
                 plan = state.last_plan or state.plan_state(default_db)
                 views[index] = render.view_select(plan, node.target.state)
-            label = "aux" if node.role is dataflow.Role.AUXILIARY else f"s{index}"
+            label = node.role.tag(index)
             timings += [(f"{label} {step}", s) for step, s in first.timings]
-            named = "aux state" if node.role is dataflow.Role.AUXILIARY else "state"
-            summaries.append(f"{named} {node.target.view}: {first.summary}")
+            summaries.append(f"{node.role.in_summary} {node.target.view}: {first.summary}")
         top = maintainer(
             compiled_sql=flow.top.sql(views),
             user_sql=user_sql,
