@@ -10,6 +10,9 @@ model its statements with their seconds, and for each local-checkpoint statement
 the delta, the recomputed groups) the SQL and Spark's final adaptive plan with its metrics (rows
 and time per operator), so that a slow statement shows which scan or join took the time.
 
+Each round also counts the Spark jobs of its `dbt run` (Spark's status tracker): with one model
+in `--models`, the jobs of that model's refresh (issue 37's budget for a one-table aggregate).
+
 A tool for finding where the time goes before changing anything (the team's rule); it reports no
 ratios and asserts nothing. The figures come from `bench/run.py`.
 """
@@ -25,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import changes, datagen
-from bench.run import BENCH_DIR, MODELS, Benchmark, _environment_variables
+from bench.run import BENCH_DIR, MODELS, REFRESH_ENV, Benchmark, _environment_variables
+from bench.run import parse_args as parse_bench_args
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -48,6 +52,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--aux-states",
         choices=("auto", "always", "never"),
         help="DBT_SPARK_IVM_AUX_STATES for the ivm models (default: the plugin's)",
+    )
+    parser.add_argument(
+        "--refresh",
+        choices=("auto", "incremental", "full"),
+        default="incremental",
+        help="ivm_refresh of the models (default incremental: the refresh is what is profiled)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=BENCH_DIR / ".work-profile")
@@ -90,19 +100,21 @@ class Recorder:
     def install(self) -> None:
         import time
 
-        from dbt.adapters.spark_ivm import jinja_api
+        from dbt.adapters.spark_ivm.connection_executor import ConnectionExecutor
 
-        original = jinja_api._ConnectionExecutor.scratch_view
+        original = ConnectionExecutor.scratch_view
         recorder = self
 
-        def scratch_view(executor: Any, select: str, view_name: str) -> bool:
+        def scratch_view(executor: Any, select: str, view_name: str, eager: bool = True) -> bool:
             spark = executor._local_session()
             if spark is None:
-                return original(executor, select, view_name)
+                return original(executor, select, view_name, eager)
             executor.release_scratch_view(view_name)
             start = time.perf_counter()
             df = spark.sql(select)
-            rows = df.localCheckpoint(eager=True)
+            # as the plugin does: a lazy one is computed by the statement that counts it,
+            # so its seconds and metrics here are those of its adaptive stages only
+            rows = df.localCheckpoint(eager=eager)
             seconds = time.perf_counter() - start
             rows.createOrReplaceTempView(view_name)
             executor._checkpointed[view_name] = rows._jdf.queryExecution().logical()
@@ -129,13 +141,15 @@ class Recorder:
             )
             return True
 
-        jinja_api._ConnectionExecutor.scratch_view = scratch_view
+        ConnectionExecutor.scratch_view = scratch_view  # type: ignore[method-assign]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     models = [m for m in args.models.split(",") if m]
-    bench_args = argparse.Namespace(
+    # bench/run.py's own defaults (its workload, refresh policy, ...), then this tool's
+    bench_args = parse_bench_args([])
+    vars(bench_args).update(
         sf=args.sf,
         fractions=[args.fraction],
         reps=1,
@@ -151,12 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         driver_memory="12g",
         shuffle_partitions=8,
         workdir=args.workdir,
+        refresh=args.refresh,
     )
     variables = {
         "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
         "SPARK_IVM_BENCH_DRIVER_MEMORY": "12g",
         "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": "8",
         "DBT_SPARK_IVM_TIMINGS": "1",
+        REFRESH_ENV: args.refresh,
     }
     if args.aux_states:
         variables["DBT_SPARK_IVM_AUX_STATES"] = args.aux_states
@@ -176,9 +192,12 @@ def main(argv: list[str] | None = None) -> int:
             seed = f"{args.seed}/profile/{os.getpid()}/{number}"
             bench.apply_changes(seed, args.sf, args.fraction, f"round {number}")
             recorder.entries.clear()
+            before = _last_job(spark)
             inv = bench.dbt.run("--select", select)
-            bench.say(bench._describe(f"round {number} refresh", inv))
+            jobs = _last_job(spark) - before
+            bench.say(bench._describe(f"round {number} refresh", inv) + f"; {jobs} Spark jobs")
             out = [f"# round {number}: SF {args.sf:g}, {args.fraction:.1%}, {args.pattern}\n"]
+            out.append(f"Spark jobs of the refresh of {select}: {jobs}\n")
             for name, m in inv.models.items():
                 out.append(f"## {name}: {m.seconds:.2f} s\n\n{m.message}\n")
                 out += [f"    {s:7.3f}  {label}" for label, s in m.steps]
@@ -202,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(_no_change_markdown(runs))
             bench.say(f"wrote {path}")
     return 0
+
+
+def _last_job(spark: Any) -> int:
+    """The id of the newest Spark job (ids count up, one per job); -1 before any."""
+    ids = list(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+    return max(ids, default=-1)
 
 
 def _no_change_markdown(runs: list[Any]) -> str:
