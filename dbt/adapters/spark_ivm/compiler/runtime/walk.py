@@ -2,12 +2,11 @@
 
 The states are a model's sub-query states innermost first, or its auxiliary state, then
 the model's own; a flat model is its own state alone (`dataflow.py`, `chain.py` decides
-which). Each state is a `Maintainer` of its own with its
-own watermarks, so a failure between two states' commits leaves the later states at their
-old watermarks of the earlier states' tables, and the next run reads those changes from
-there. A state's refresh hands the keys it changed to the later states (`Handoff`); a state
-rebuilt in this run rebuilds every state after it: their watermarks are of a table that was
-replaced.
+which). Each state is a `Maintainer` of its own with its own watermarks, so a failure
+between two states' commits leaves the later states at their old watermarks of the earlier
+states' tables, and the next run reads those changes from there. A state's refresh hands the
+keys it changed to the later states (`Handoff`); a state rebuilt in this run rebuilds every
+state after it: their watermarks are of a table that was replaced.
 """
 
 from __future__ import annotations
