@@ -13,7 +13,9 @@ base table:
 * NaN, infinities and -0.0 doubles (one value with 0.0), NULL arguments, a NULL group key,
   and string maxima;
 * a state of the previous format (one value per MIN/MAX) is rebuilt, never read as lists;
-* lists computed from the base table (the build, a recompute) bounded by a sample of 4 rows.
+* the build lists each group's extreme with an unknown count: deleting it recomputes the
+  group, whose lists are then exact (the rest of the walk reads those);
+* lists computed from the base table (a recompute) bounded by a sample of 4 rows.
 """
 
 from __future__ import annotations
@@ -68,10 +70,19 @@ def test_min_max_lists_follow_deletes_and_inserts(
         "('b', 3, 2.0, 'q')", "('b', 3, 2.0, 'q')",
         "(NULL, 4, double('inf'), 'n')", "(NULL, NULL, NULL, NULL)",
     ]  # fmt: skip
+    # Each group's min(x) is 0 at the build, in a row of its own.
+    rows += ["('a', 0, NULL, NULL)", "('e', 0, NULL, NULL)", "('b', 0, NULL, NULL)"]
+    rows += ["(NULL, 0, NULL, NULL)"]
     p.sql(f"INSERT INTO {BASE} VALUES {', '.join(rows)}")
     messages = run_messages(p)
     assert "built" in messages[MODEL], messages
     assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, "build")
+
+    # The build listed each group's extreme with an unknown count ([(0, NULL)]): deleting
+    # the 0s leaves it unknown whether any is left, so each group is recomputed, and its
+    # lists are exact from here on.
+    p.sql(f"DELETE FROM {BASE} WHERE x = 0")
+    _refresh(p, "built extremes deleted", recomputed=4)
 
     # 'a': min(x) lists [1, 5] (7 unlisted). Deleting both 5s and inserting 9 must keep 9
     # out of the list (7 lies between, the stored list's bound): it becomes [1].

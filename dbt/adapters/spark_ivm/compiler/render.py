@@ -157,12 +157,7 @@ def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.E
         projections.extend(rule.initial().items())
     term = full_term(plan.query)
     select = _group(renderer.render(term, projections, with_weight=False), plan.keys)
-    lists = [
-        (rule, _values_select(plan, renderer, term, rule), (rule.top, rule.full))
-        for rule in plan.ranked_rules
-    ]
-    select, names = _with_ranked_lists(plan, select, [n for n, _ in projections], lists, True)
-    return with_meta_row(select, meta, names[2:])
+    return with_meta_row(select, meta, [n for n, _ in projections][2:])
 
 
 def compacted_delta_select(

@@ -5,12 +5,20 @@ for min, descending for max), each with its exact count in the group, and `full`
 holds every distinct value of the group. The visible value is the list's first value.
 
 Invariant: `top` is a prefix of the group's distinct values in rank order, with exact
-counts; when not `full`, every value of the group outside the list ranks after its last.
+counts, except that the last value's count may be unknown (NULL: at least one); when not
+`full`, every value of the group outside the list ranks after its last.
+
+Build. The state is built by the query's own aggregate: each group's list is its extreme
+with an unknown count, `[(min(x), NULL)]`, not full (empty and full where x is all NULL). So
+the build reads its input once, as the query does; counting values would read it again (the
+lists of the SF 1 benchmark's two MIN/MAX models made their builds 2.1-3.1x their tables').
+A list is made exact where its group is recomputed.
 
 Delta rule. The delta of a group is pre-aggregated per value (net weight) and cut to its k
 first values (`cut` when more existed). Folding it in:
 
     counts(v) = top(v) + delta(v)               for v in top or delta
+                (unknown where top(v) is; 0, so dropped, where the delta deletes v)
     bound     = the last value of top  (if not full)
                 and the last value of the delta (if cut)
     top'      = first k of {(v, counts(v)) : counts(v) > 0, v ranks no later than bound}
@@ -24,6 +32,8 @@ values listed needs no base-table read (the PostgreSQL IVM rule recomputes every
 Example (min, k = 2): stored [(3, 1), (5, 2)], not full; delete one 3, insert 4 ->
 counts {3: 0, 4: 1, 5: 2}; bound 5; top' = [(4, 1), (5, 2)], visible 4, no recompute.
 Delete both 5s as well -> top' = [(4, 1)]; delete the 4 too -> top' empty -> recompute.
+Built [(3, NULL)]: insert 2 and 3 -> [(2, 1), (3, NULL)]; delete one 3 -> [(2, 1)] (how many
+3s are left is not known, and every value not listed ranks after 2).
 """
 
 from __future__ import annotations
@@ -105,9 +115,29 @@ class ExtremeRule(AggregateRule):
     def state_columns(self) -> list[str]:
         return [self.top, self.full]
 
-    # Built by `ranked_select` over per-value counts, not by a plain aggregate.
     def initial(self) -> dict[str, exp.Expression]:
-        return {}
+        """The group's extreme with an unknown count, in the query's own aggregate (see the
+        module: built lists are made exact by a recompute).
+
+        >>> from dbt.adapters.spark_ivm.compiler.ir import Aggregate
+        >>> from dbt.adapters.spark_ivm.compiler.sql.templates import sql
+        >>> x = exp.column("x")
+        >>> rule = ExtremeRule(0, Aggregate(AggKind.MIN, exp.Min(this=x), x), "int")
+        >>> sorted((k, sql(v)) for k, v in rule.initial().items())  # doctest: +NORMALIZE_WHITESPACE
+        [('__ivm_full_0', 'MIN(x) IS NULL'),
+         ('__ivm_top_0', 'CASE WHEN MIN(x) IS NULL THEN CAST(ARRAY() AS ARRAY<STRUCT<v: INT, n: BIGINT>>)
+          ELSE CAST(ARRAY(STRUCT(MIN(x) AS v, CAST(NULL AS BIGINT) AS n)) AS ARRAY<STRUCT<v: INT, n: BIGINT>>) END')]
+        """
+        value = exp.Min(this=self.arg()) if self._is_min else exp.Max(this=self.arg())
+        listed = exp.cast(
+            template("ARRAY(STRUCT(:x AS v, CAST(NULL AS BIGINT) AS n))", x=value),
+            self.list_type(),
+        )
+        top = template(
+            "CASE WHEN :x IS NULL THEN :empty ELSE :l END",
+            x=value.copy(), empty=self.empty(), l=listed,
+        )  # fmt: skip
+        return {self.top: top, self.full: exp.Is(this=value.copy(), expression=exp.null())}
 
     def delta(self, w: exp.Expression) -> dict[str, exp.Expression]:
         """The delta's first `keep` values with net weights, and whether more existed, in
@@ -238,16 +268,22 @@ class ExtremeRule(AggregateRule):
             "__ivm_y -> __ivm_y <=> __ivm_x))",
             a=values,
         )  # fmt: skip
+        # A stored count is NULL where a build left it unknown (at least one): it stays
+        # unknown unless the delta deletes the value, when whether any is left is not known
+        # and the value is dropped (0). `__ivm_s`, `__ivm_d`: the value's stored and delta
+        # counts, each summed once.
         counted = template(
-            "TRANSFORM(:vals, __ivm_x -> STRUCT(__ivm_x AS v, "
+            "TRANSFORM(TRANSFORM(:vals, __ivm_x -> STRUCT(__ivm_x AS v, "
             "AGGREGATE(:l, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
-            "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) + "
+            "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) AS s, "
             "AGGREGATE(:d, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
-            "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) AS n))",
+            "IF(__ivm_e.v <=> __ivm_x, __ivm_e.n, CAST(0 AS BIGINT))) AS d)), "
+            "__ivm_c -> STRUCT(__ivm_c.v AS v, CASE WHEN __ivm_c.s IS NULL AND __ivm_c.d < 0 "
+            "THEN CAST(0 AS BIGINT) ELSE __ivm_c.s + __ivm_c.d END AS n))",
             vals=distinct, l=stored, d=dlist,
         )  # fmt: skip
         kept = template(
-            "FILTER(:c, __ivm_e -> __ivm_e.n > 0 "
+            "FILTER(:c, __ivm_e -> (__ivm_e.n IS NULL OR __ivm_e.n > 0) "
             f"AND (:f OR __ivm_e.v {cmp} ELEMENT_AT(:l, -1).v) "
             f"AND (NOT :cut OR __ivm_e.v {cmp} ELEMENT_AT(:d, -1).v))",
             c=counted, f=full, l=stored, cut=cut, d=dlist,
