@@ -270,8 +270,8 @@ class ExtremeRule(AggregateRule):
         )  # fmt: skip
         # A stored count is NULL where a build left it unknown (at least one): it stays
         # unknown unless the delta deletes the value, when whether any is left is not known
-        # and the value is dropped (0). `__ivm_s`, `__ivm_d`: the value's stored and delta
-        # counts, each summed once.
+        # and the value is dropped (0). The inner TRANSFORM sums the value's stored (`s`)
+        # and delta (`d`) counts once each, for the outer one to read twice.
         counted = template(
             "TRANSFORM(TRANSFORM(:vals, __ivm_x -> STRUCT(__ivm_x AS v, "
             "AGGREGATE(:l, CAST(0 AS BIGINT), (__ivm_a, __ivm_e) -> __ivm_a + "
