@@ -107,7 +107,7 @@ class Plan:
 
     @property
     def ranked_rules(self) -> list[ExtremeRule]:
-        """MIN/MAX rules: their state lists are built from per-value counts (`extremes`)."""
+        """MIN/MAX rules: a recompute lists their values from per-value counts (`extremes`)."""
         return [rule for rule in self.rules if isinstance(rule, ExtremeRule)]
 
     @property

@@ -130,18 +130,15 @@ def _with_ranked_lists(
     main: exp.Select,
     names: list[str],
     lists: list[tuple[ExtremeRule, exp.Select, tuple[str, str]]],
-    as_full: bool,
-) -> tuple[exp.Select, list[str]]:
+) -> exp.Select:
     """`main` (columns `names`) with each MIN/MAX rule's ranked list joined on the keys."""
     if not lists:
-        return main, names
+        return main
     select = exp.Select().select(*(col(n, "__ivm_m") for n in names))
     select = select.from_(exp.alias_(exp.Subquery(this=main), "__ivm_m", table=True))
-    out = list(names)
     for rule, values, list_names in lists:
-        select = rule.joined_lists(select, values, plan.key_columns, list_names, as_full)
-        out.extend(list_names)
-    return select, out
+        select = rule.joined_lists(select, values, plan.key_columns, list_names)
+    return select
 
 
 def initial_state_select(plan: Plan, renderer: TermRenderer, meta: str) -> exp.Expression:
@@ -262,8 +259,7 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
         )
         for rule in plan.ranked_rules
     ]
-    select, _ = _with_ranked_lists(plan, select, [n for n, _ in projections], lists, True)
-    return select
+    return _with_ranked_lists(plan, select, [n for n, _ in projections], lists)
 
 
 def view_select(plan: Plan, state: str) -> str:

@@ -168,22 +168,23 @@ def merge_sql(
         )
         .from_(exp.alias_(table(delta), "d", table=True))
     )
-    if recomputed is not None and rc_cols and not keys:
-        # An ungrouped state's recompute is its one row: read as scalar sub-queries, since
-        # a join ON TRUE is planned as a nested loop join, a product to whoever reads the plan.
-        source = source.select(
-            *(
-                exp.alias_(
-                    exp.Subquery(this=exp.select(col(c)).from_(table(recomputed))), c, quoted=True
-                )
-                for c in rc_cols
-            )
-        )
-    elif recomputed is not None and rc_cols:
+    if recomputed is not None and rc_cols and keys:
         source = source.select(*(col(c, "r") for c in rc_cols)).join(
             exp.alias_(table(recomputed), "r", table=True),
             on=null_safe_match([col(k, "d") for k in keys], [col(k, "r") for k in keys]),
             join_type="left",
+        )
+    elif recomputed is not None and rc_cols:
+        # An ungrouped state's recompute is its one row: read by scalar sub-queries (which
+        # Spark merges into one), since a join ON TRUE is planned as a nested loop join.
+        one_row = table(recomputed)
+        source = source.select(
+            *(
+                exp.alias_(
+                    exp.Subquery(this=exp.select(col(c)).from_(one_row.copy())), c, quoted=True
+                )
+                for c in rc_cols
+            )
         )
     else:
         source = source.select(*(exp.alias_(exp.null(), c, quoted=True) for c in rc_cols))

@@ -225,12 +225,10 @@ class ExtremeRule(AggregateRule):
         values: exp.Select,
         key_columns: list[str],
         names: tuple[str, str],
-        as_full: bool,
     ) -> exp.Select:
         """`select` (whose FROM is aliased `__ivm_m`) LEFT JOIN the ranked list of `values` on
-        the keys, adding the columns `names` = (the list, a flag): the flag is `full` (no
-        value left out) when `as_full`, else `cut` (values left out). A key without values
-        gets an empty list."""
+        the keys, adding the columns `names` = (the list, `full`: no value left out). A key
+        without values gets an empty list."""
         alias = f"__ivm_l{self.index}"
         ranked = self.ranked_select(values, key_columns, "__ivm_")
         cut = exp.func("COALESCE", col("__ivm_cut", alias), exp.false())
@@ -239,7 +237,7 @@ class ExtremeRule(AggregateRule):
             exp.alias_(
                 exp.func("COALESCE", col("__ivm_top", alias), self.empty()), listed, quoted=True
             ),
-            exp.alias_(exp.not_(cut) if as_full else cut, flag, quoted=True),
+            exp.alias_(exp.not_(cut), flag, quoted=True),
         ).join(
             exp.alias_(exp.Subquery(this=ranked), alias, table=True),
             on=null_safe_match(
