@@ -100,6 +100,13 @@ MOR_PROPERTIES = T3_MOR.properties
 ORDERS_MOR = replace(ORDERS, name="orders_mor", properties=MOR_PROPERTIES)
 CUSTOMERS_MOR = replace(CUSTOMERS, name="customers_mor", properties=MOR_PROPERTIES)
 
+#: Format version 3 (Iceberg 1.10): merge-on-read deletes are deletion vectors (Puffin files,
+#: one a data file) instead of position delete files, and every table carries row lineage
+#: (the metadata columns `_row_id`, `_last_updated_sequence_number`, never part of `*`).
+V3_DV_PROPERTIES = (("format-version", "3"),) + MOR_PROPERTIES[1:]
+ORDERS_V3_DV = replace(ORDERS, name="orders_v3_dv", properties=V3_DV_PROPERTIES)
+CUSTOMERS_V3 = replace(CUSTOMERS, name="customers_v3", properties=(("format-version", "3"),))
+
 #: Strings that equal a number when cast to it ('01', '1.0', ' 1') but not as text: IN compares
 #: a string with a number as text, a join equality as numbers.
 CODES = Table(
@@ -321,6 +328,16 @@ FAMILIES: list[Family] = [
         group by c.cid, c.segment
         """,
         tags=("mor",),
+    ),
+    Family(
+        "join_v3_bases",
+        (ORDERS_V3_DV, CUSTOMERS_V3),
+        """
+        select o.*, c.segment
+        from {{ source('base', 'orders_v3_dv') }} o
+        join {{ source('base', 'customers_v3') }} c on o.cust = c.cid
+        """,
+        tags=("mor", "v3"),
     ),
     # --- inner joins, self joins, DISTINCT, MIN/MAX, count distinct, HAVING (issue 3) ---------
     Family(
