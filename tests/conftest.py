@@ -11,7 +11,7 @@ import pytest
 from ivm_harness.families import FAMILIES
 from ivm_harness.runner import Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
-from targets import stop_shared
+from support.targets import stop_shared
 
 from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
 

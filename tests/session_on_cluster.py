@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent)]
 
 from ivm_harness.connection import SqlConnection
-from own_process import SHOP_CHANGES, SHOP_TABLES, write_project
+from support.own_process import SHOP_CHANGES, SHOP_TABLES, write_project
 
 MODEL_SQL = """
 select c.segment, count(*) as n, sum(o.amount) as total, min(o.amount) as smallest,

@@ -9,8 +9,8 @@ serves all of them.
 from __future__ import annotations
 
 import pytest
-from adversarial import assert_equal_to_sql, bag_difference, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, bag_difference, run_messages
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_adv_edits"
 BASE = f"{SCHEMA}.t"

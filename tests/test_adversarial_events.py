@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, run_messages
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_adv_events"
 CALL = "CALL system"

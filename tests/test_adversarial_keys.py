@@ -21,8 +21,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, run_messages
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import MAX_LISTED_KEYS
 

@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import pytest
 from ivm_harness.compare import compare_bags, format_diff
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_adv_numbers"
 COLUMNS = "k, d8, d2, d0, x, i, b"

@@ -29,8 +29,8 @@ every run.
 from __future__ import annotations
 
 import pytest
-from adversarial import run_messages
-from small_project import SmallProject
+from support.adversarial import run_messages
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_adv_setops"
 A, B = f"{SCHEMA}.a", f"{SCHEMA}.b"

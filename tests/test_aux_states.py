@@ -11,8 +11,8 @@ must say which plan ran.
 from __future__ import annotations
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, run_messages
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.relations import Target
 

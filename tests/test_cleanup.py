@@ -10,7 +10,7 @@ refresh exactly afterwards; a second cleanup finds nothing.
 from __future__ import annotations
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_cleanup"
 AGG_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.base group by k"

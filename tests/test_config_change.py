@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from small_project import DbtRun as Run
-from small_project import SmallProject, yaml_name
+from support.small_project import DbtRun as Run
+from support.small_project import SmallProject, yaml_name
 
 from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change

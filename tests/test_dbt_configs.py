@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from small_project import DbtRun, SmallProject
+from support.small_project import DbtRun, SmallProject
 
 SCHEMA = "ivm_configs"
 AGG_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.base group by k"

@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.capture import delta_log
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, upkeep, upstream

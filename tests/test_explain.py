@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_explain"
 MODELS = {

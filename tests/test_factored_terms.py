@@ -10,10 +10,10 @@ and check each relation against a fresh run of its SQL.
 from __future__ import annotations
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
 from sqlglot import exp
+from support.adversarial import assert_equal_to_sql, run_messages
 from support.delta_sql import delta_select
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 

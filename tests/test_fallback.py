@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_fallback"
 # A generator (LATERAL VIEW explode) is refused: no rule maintains it.

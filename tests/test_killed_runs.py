@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from targets import SESSION, default_target
+from support.targets import SESSION, default_target
 
 SCHEMA = "killed"
 ROUNDS = 3

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from small_project import SmallProject
-from targets import SESSION, default_target
+from support.small_project import SmallProject
+from support.targets import SESSION, default_target
 
 from dbt.adapters.spark_ivm import metastore_lock
 

@@ -21,8 +21,8 @@ base table:
 from __future__ import annotations
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, run_messages
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_minmax_lists"
 BASE = f"{SCHEMA}.vals"

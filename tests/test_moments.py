@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from adversarial import run_messages
 from ivm_harness.compare import compare_bags, format_diff
-from small_project import SmallProject
+from support.adversarial import run_messages
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_moments"
 BASE = f"{SCHEMA}.vals"

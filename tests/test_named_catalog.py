@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from own_process import run_script
+from support.own_process import run_script
 
 
 def test_session_with_a_named_default_catalog(tmp_path: Path) -> None:

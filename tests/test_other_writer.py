@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_other_writer"
 MODEL_SQL = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {SCHEMA}.base group by k"

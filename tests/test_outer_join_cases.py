@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_outer_cases"
 

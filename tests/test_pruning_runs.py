@@ -11,7 +11,7 @@ join key in 20 files.
 from __future__ import annotations
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_pruning_runs"
 FACTS, DIMS = f"{SCHEMA}.facts", f"{SCHEMA}.dims"

@@ -18,7 +18,7 @@ from collections import Counter
 
 import pytest
 from ivm_harness.connection import SqlConnection
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import (
     FAIL_ENV,

@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 
 import pytest
-from small_project import SmallProject
-from targets import SESSION
+from support.small_project import SmallProject
+from support.targets import SESSION
 
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, REBUILD_STEP
 

@@ -13,7 +13,7 @@ import json
 import threading
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, upkeep

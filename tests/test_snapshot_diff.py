@@ -17,7 +17,7 @@ import os
 import random
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV
 

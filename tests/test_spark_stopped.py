@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCRIPT = textwrap.dedent(
     """

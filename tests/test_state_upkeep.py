@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.runtime import cost, upkeep
 from dbt.adapters.spark_ivm.compiler.sql import state_table

@@ -31,13 +31,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster import NAMED_CATALOG, free_port
 from ivm_harness.families import FAMILIES
 from ivm_harness.runner import ROUND_PLAN, Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
-from own_process import run_script
-from small_project import SmallProject
-from targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
+from support.cluster import NAMED_CATALOG, free_port
+from support.own_process import run_script
+from support.small_project import SmallProject
+from support.targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
 from test_outer_join_cases import CASES, SCHEMA, Case, build_and_refresh, check_case
 
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import PAUSE_ENV

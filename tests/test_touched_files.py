@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, run_messages
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata, staged_reads
 from dbt.adapters.spark_ivm.compiler.capture import touched_files

@@ -40,11 +40,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import plan_probe
 import pytest
 from ivm_harness.runner import check_relation
-from small_project import SmallProject, yaml_name
-from targets import default_target, is_thrift
+from support import plan_probe
+from support.small_project import SmallProject, yaml_name
+from support.targets import default_target, is_thrift
 
 from bench import tpch
 

@@ -19,7 +19,7 @@ import json
 import random
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_vb"
 RAW = "ivm_vb_raw"

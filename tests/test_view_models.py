@@ -5,7 +5,7 @@ the view first)."""
 from __future__ import annotations
 
 import pytest
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 SCHEMA = "ivm_views"
 

@@ -15,8 +15,8 @@ run of its SQL and the log must say how many partitions were recomputed:
 from __future__ import annotations
 
 import pytest
-from adversarial import assert_equal_to_sql, run_messages
-from small_project import SmallProject
+from support.adversarial import assert_equal_to_sql, run_messages
+from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze

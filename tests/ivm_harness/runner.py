@@ -75,7 +75,7 @@ class HarnessConfig:
             a wrong row into that family's relation (only works when it is a table), to see
             the harness fail.
         target: `IVM_TEST_TARGET`: `session` (embedded Spark, default), `thrift` (a loopback
-            cluster started for the run) or `thrift://host:port` (see `tests/targets.py`).
+            cluster started for the run) or `thrift://host:port` (see `tests/support/targets.py`).
         plan: `IVM_ROUND_PLAN=mixed,empty,mixed`: the kinds of the change rounds instead of
             `ROUND_PLAN` (then `rounds` is its length); the thrift subset runs a shorter plan.
     """
@@ -322,7 +322,8 @@ class Harness:
         self.tables = collect_tables(self.families)
         self.all_table_names = sorted({t.name for t in (all_tables or self.tables)})
         if output is None and config.target != "session":
-            from targets import profile_output  # tests/targets.py: starts a loopback cluster
+            # tests/support/targets.py: starts a loopback cluster
+            from support.targets import profile_output
 
             output = profile_output(
                 config.target, TARGET_SCHEMA, workdir / "ivm_home", config.threads

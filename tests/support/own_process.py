@@ -72,7 +72,7 @@ def write_project(
 def run_script(script: str, *args: str, cwd: Path, timeout: int = 900) -> dict[str, Any]:
     """Run `tests/<script>` with `args` in a process of its own; the JSON of its last
     `RESULT` line (fails with the process's output when it printed none or exited badly)."""
-    path = Path(__file__).with_name(script)
+    path = Path(__file__).resolve().parent.parent / script
     proc = subprocess.run(
         [sys.executable, str(path), *args],
         check=False,

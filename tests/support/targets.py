@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from cluster import LoopbackCluster
+from support.cluster import LoopbackCluster
 
 TARGET_ENV = "IVM_TEST_TARGET"
 SESSION = "session"

@@ -7,7 +7,7 @@ shows the differing rows as JSON.
 
 from __future__ import annotations
 
-from small_project import SmallProject
+from support.small_project import SmallProject
 
 
 def bag_difference(p: SmallProject, relation: str, select: str, limit: int = 10) -> list[str]:

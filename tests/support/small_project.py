@@ -15,7 +15,8 @@ from typing import Any
 
 from dbt.cli.main import dbtRunner
 from ivm_harness.connection import SqlConnection
-from targets import default_target, profile_output
+
+from support.targets import default_target, profile_output
 
 
 class SmallProject:
