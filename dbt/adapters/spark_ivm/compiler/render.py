@@ -44,8 +44,8 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
     Version,
 )
 from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
-from dbt.adapters.spark_ivm.compiler.optimize import factored
-from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange, key_links, prune_terms
+from dbt.adapters.spark_ivm.compiler.optimize import factored, passes
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange, key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, with_meta_row
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
@@ -163,20 +163,18 @@ def compacted_delta_select(
     key_ranges: Mapping[tuple[int, str], KeyRange] | None = None,
 ) -> exp.Select | None:
     """The view delta's rows before aggregation, identical rows summed, zero weights dropped
-    (None when no input of the model changed). `key_ranges` (per delta input and column)
-    restrict the other inputs of each term to the touched join keys (`pruning.py`)."""
+    (None when no input of the model changed). The terms are rewritten by the optimiser's
+    passes in their order first (`optimize/passes.py`): `key_ranges` (per delta input and
+    column) restrict the other inputs of each term to the touched join keys."""
     terms = join_delta_terms(renderer)
     if not terms:
         return None
     projections = plan.delta_projections()
     links = key_links(plan.query)
-    factoring = factored.split(terms, plan.query, links, key_ranges, projections)
-    terms = factoring.plain
-    if key_ranges:
-        terms = prune_terms(terms, plan.query, links, key_ranges)
-    parts = [renderer.render(t, projections) for t in terms]
-    if factoring.factored:
-        parts.append(factored.render(renderer, factoring.factored, links, key_ranges, projections))
+    rewritten = passes.optimised(terms, passes.Known(plan.query, links, key_ranges, projections))
+    parts = [renderer.render(t, projections) for t in rewritten.plain]
+    if rewritten.factored:
+        parts.append(factored.render(renderer, rewritten.factored, links, key_ranges, projections))
     union = union_all(parts)
     # The builders below extend what this function just built: copying it at every step
     # made rendering quadratic in the number of terms (seconds for a few outer steps).
