@@ -103,7 +103,7 @@ CUSTOMERS_MOR = replace(CUSTOMERS, name="customers_mor", properties=MOR_PROPERTI
 #: Format version 3 (Iceberg 1.10): merge-on-read deletes are deletion vectors (Puffin files,
 #: one a data file) instead of position delete files, and every table carries row lineage
 #: (the metadata columns `_row_id`, `_last_updated_sequence_number`, never part of `*`).
-V3_DV_PROPERTIES = (("format-version", "3"),) + MOR_PROPERTIES[1:]
+V3_DV_PROPERTIES = tuple((k, "3" if k == "format-version" else v) for k, v in MOR_PROPERTIES)
 ORDERS_V3_DV = replace(ORDERS, name="orders_v3_dv", properties=V3_DV_PROPERTIES)
 CUSTOMERS_V3 = replace(CUSTOMERS, name="customers_v3", properties=(("format-version", "3"),))
 

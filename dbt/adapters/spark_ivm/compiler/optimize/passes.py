@@ -67,16 +67,11 @@ def prune(terms: DeltaTerms, known: Known) -> DeltaTerms:
 
 
 #: The passes, in the order they apply (see the module docstring for why this order).
-TERM_PASSES: tuple[tuple[str, TermPass], ...] = (
-    ("factored terms", factor),
-    ("key pruning", prune),
-)
+TERM_PASSES: tuple[TermPass, ...] = (factor, prune)
 
 
-def optimised(
-    terms: Sequence[Term], known: Known, passes: Sequence[tuple[str, TermPass]] = TERM_PASSES
-) -> DeltaTerms:
-    """`terms` after each pass in turn.
+def optimised(terms: Sequence[Term], known: Known) -> DeltaTerms:
+    """`terms` after each of `TERM_PASSES` in turn.
 
     >>> from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
     >>> from dbt.adapters.spark_ivm.compiler.operators import delta, join
@@ -90,6 +85,6 @@ def optimised(
     ([1, 0], ())
     """
     out = DeltaTerms(tuple(terms))
-    for _, rewrite in passes:
+    for rewrite in TERM_PASSES:
         out = rewrite(out, known)
     return out
