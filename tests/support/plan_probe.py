@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -130,7 +130,8 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
     plans: dict[str, list[tuple[str, str]]] = defaultdict(list)
     lock = threading.Lock()
     executor = connection_executor.ConnectionExecutor
-    original = {name: getattr(executor, name) for name in ("execute", "fetch", "scratch_view")}
+    methods = ("execute", "fetch", "scratch_view", "measured_scratch_view")
+    original = {name: getattr(executor, name) for name in methods}
 
     def keep(self: Any, statement: str, plan: str) -> None:
         name = self.adapter.connections.get_thread_connection().name
@@ -156,9 +157,17 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
             keep(self, f"-- scratch view {view_name}\n{select}", plan_of_select(spark, select))
         return original["scratch_view"](self, select, view_name, eager)
 
+    def measured_scratch_view(
+        self: Any, select: str, view_name: str, measures: Sequence[str]
+    ) -> tuple | None:
+        if _JOINING in select.upper():
+            keep(self, f"-- scratch view {view_name}\n{select}", plan_of_select(spark, select))
+        return original["measured_scratch_view"](self, select, view_name, measures)
+
     executor.execute = execute  # type: ignore[method-assign]
     executor.fetch = fetch  # type: ignore[method-assign]
     executor.scratch_view = scratch_view  # type: ignore[method-assign]
+    executor.measured_scratch_view = measured_scratch_view  # type: ignore[method-assign]
     try:
         yield plans
     finally:

@@ -8,6 +8,7 @@ file scans as temp views, scratch relations as local checkpoints).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from dbt.adapters.spark_ivm import metastore_lock, session_metadata, staged_read
 from dbt.adapters.spark_ivm.embedded import is_local_master
 
 logger = AdapterLogger("spark_ivm")
+#: Names Spark's observed metrics of measured scratch views apart (`measured_scratch_view`).
+_OBSERVATIONS = itertools.count()
 
 
 def quote(identifier: str) -> str:
@@ -134,20 +137,52 @@ class ConnectionExecutor:
         it parses and analyses the whole query again before it finds the cached rows, which
         for a delta over several states is a 40 KB query and seconds per read. A local
         checkpoint's plan is its rows."""
+        spark = self._checkpointing_session()
+        if spark is None:
+            return False
+        # Not eager: the statement that reads them first computes and keeps them (one
+        # pass where a count follows; `Session.compute_counted`).
+        self._checkpoint(spark, spark.sql(select), view_name, eager, select)
+        return True
+
+    def measured_scratch_view(
+        self, select: str, view_name: str, measures: Sequence[str]
+    ) -> tuple | None:
+        """`scratch_view`, computed now, and the aggregates `measures` over its rows,
+        gathered as the rows are computed (Spark's observed metrics), so no second query
+        reads them (None: this connection cannot make such a view)."""
+        spark = self._checkpointing_session()
+        if spark is None:
+            return None
+        from pyspark.sql import functions
+
+        # A name of its own per call: concurrent dbt threads observe in one session.
+        name = f"{view_name}__measures_{next(_OBSERVATIONS)}"
+        observed = spark.sql(select).observe(
+            name, *(functions.expr(m).alias(f"m{i}") for i, m in enumerate(measures))
+        )
+        self._checkpoint(spark, observed, view_name, True, select)
+        found = observed._jdf.queryExecution().observedMetrics().get(name)
+        if found.isEmpty():  # not seen so far; a query over the kept rows still tells
+            return tuple(spark.sql(f"SELECT {', '.join(measures)} FROM {view_name}").first())
+        row = found.get()
+        return tuple(row.get(i) for i in range(row.length()))
+
+    def _checkpointing_session(self) -> Any:
         spark = self._local_session()
         # On a cluster a lost executor loses checkpointed rows for good (a cached view
         # recomputes them): there the CACHE TABLE path is kept.
         if spark is None or not is_local_master(spark.sparkContext.master):
-            return False
+            return None
+        return spark
+
+    def _checkpoint(self, spark: Any, frame: Any, view_name: str, eager: bool, select: str) -> None:
         self.release_scratch_view(view_name)
         # dbt's log shows every statement it runs; this one runs beside it
         logger.debug(f"spark_ivm: scratch view {view_name} as local checkpoint of: {select}")
-        # Not eager: the statement that reads them first computes and keeps them (one
-        # pass where a count follows; `Session.compute_and_fetch`).
-        rows = spark.sql(select).localCheckpoint(eager=eager)
+        rows = frame.localCheckpoint(eager=eager)
         rows.createOrReplaceTempView(view_name)
         self._checkpointed[view_name] = rows._jdf.queryExecution().logical()
-        return True
 
     def count_scratch(self, view_name: str) -> int | None:
         """The rows of a local checkpoint `scratch_view` made, counted over its RDD: one job

@@ -9,7 +9,7 @@ operators never speak to a connection themselves: `Run` is satisfied by the runt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,11 +27,15 @@ class Run(Protocol):
         """The rows of a (small) query."""
         ...
 
-    def compute_and_fetch(
-        self, label: str, name: str, select: exp.Expression, statement: str
-    ) -> list[tuple]:
-        """Compute `select` into `name` and fetch `statement`, which reads all its rows, in
+    def compute_measured(
+        self, label: str, name: str, select: exp.Expression, measures: Sequence[str]
+    ) -> tuple:
+        """Compute `select` into `name` and the aggregates `measures` over its rows, in
         one pass."""
+        ...
+
+    def compute_counted(self, label: str, name: str, select: exp.Expression) -> int:
+        """Compute `select` into `name`; its number of rows, counted as they are computed."""
         ...
 
     def state_types(self) -> dict[str, str]:

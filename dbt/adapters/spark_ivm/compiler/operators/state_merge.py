@@ -224,14 +224,14 @@ def merge_sql(
     return merge_into(state, using, match, whens, meta_unchanged(state, meta.read))
 
 
-def stats_sql(delta: str) -> str:
-    """Counts of state rows inserted, updated, deleted and groups recomputed by a refresh."""
-    return (
-        f"SELECT count_if(NOT {MATCHED} AND {NEW_COUNT} > 0), "
-        f"count_if({MATCHED} AND {NEW_COUNT} <> 0), "
-        f"count_if({MATCHED} AND {NEW_COUNT} = 0), "
-        f"count_if({RECOMPUTE_FLAG} AND {NEW_COUNT} > 0) FROM {sql(table(delta))}"
-    )
+#: Counts of state rows inserted, updated, deleted and groups recomputed by a refresh, over
+#: its delta table's rows (`delta_table_select`).
+STATS = (
+    f"count_if(NOT {MATCHED} AND {NEW_COUNT} > 0)",
+    f"count_if({MATCHED} AND {NEW_COUNT} <> 0)",
+    f"count_if({MATCHED} AND {NEW_COUNT} = 0)",
+    f"count_if({RECOMPUTE_FLAG} AND {NEW_COUNT} > 0)",
+)
 
 
 def prepare(
@@ -244,7 +244,7 @@ def prepare(
 ) -> Prepared:
     """The delta table, the recomputed groups and the MERGE that folds them in."""
     select = delta_table_select(plan, compacted, names.state)
-    stats = run.compute_and_fetch("delta", names.delta, select, stats_sql(names.delta))[0]
+    stats = run.compute_measured("delta", names.delta, select, STATS)
     keys = (names.delta, list(plan.key_columns))
     inserted, updated, deleted, recomputed = (int(x or 0) for x in stats)
     run.checkpoint("delta")

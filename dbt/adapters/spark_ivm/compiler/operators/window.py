@@ -161,14 +161,6 @@ def recompute_select(plan: Plan, renderer: TermRenderer, affected: str) -> exp.S
     return _rows(plan, renderer, (exp.Exists(this=hit),))
 
 
-def stats_sql(affected: str, recomputed: str) -> str:
-    """How many partitions were recomputed, and into how many rows."""
-    return (
-        f"SELECT (SELECT COUNT(*) FROM {sql(table(affected))}), "
-        f"(SELECT COUNT(*) FROM {sql(table(recomputed))})"
-    )
-
-
 def merge_sql(
     plan: Plan,
     state: str,
@@ -251,19 +243,16 @@ def prepare(
 ) -> Prepared:
     """The affected partitions, their recomputed rows and the MERGE that swaps them in; no
     MERGE when no change reaches a window's input."""
-    run.compute_scratch("delta", names.delta, affected_select(plan, compacted))
+    # Each relation counted as it is computed: a query counting both took two jobs more.
+    partitions = run.compute_counted("delta", names.delta, affected_select(plan, compacted))
     keys = (names.delta, list(plan.key_columns))
     run.checkpoint("delta")
-    stats = run.compute_and_fetch(
-        "recompute",
-        names.recomputed,
-        recompute_select(plan, renderer, names.delta),
-        stats_sql(names.delta, names.recomputed),
-    )[0]
-    partitions, rows = (int(x or 0) for x in stats)
-    run.checkpoint("recompute")
     if not partitions:
+        run.checkpoint("recompute")
         return Prepared(None, keys)
+    select = recompute_select(plan, renderer, names.delta)
+    rows = run.compute_counted("recompute", names.recomputed, select)
+    run.checkpoint("recompute")
     types = run.state_types()
     # The partitions' rows are rewritten: counted as inserted, as `adapter_response` does.
     meta = new_meta(rows, 0, 0)

@@ -44,6 +44,14 @@ class ScratchWriter(Protocol):
         `CACHE TABLE .. AS` is used)."""
         ...
 
+    def measured_scratch_view(
+        self, select: str, view_name: str, measures: Sequence[str]
+    ) -> tuple | None:
+        """`scratch_view` computed now, and the values of the aggregate expressions
+        `measures` over its rows, gathered in the same pass; None when this connection
+        cannot (then a query over the scratch relation computes them)."""
+        ...
+
     def count_scratch(self, view_name: str) -> int | None:
         """The number of rows of `view_name`, made by `scratch_view`, counted by one Spark
         job that computes and keeps them (None: not such a view; then a `COUNT(*)` runs)."""

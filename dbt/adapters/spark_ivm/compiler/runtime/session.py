@@ -101,14 +101,23 @@ class Session:
         for statement in render.create_scratch_sql(name, select, eager):
             self.run(label, statement)
 
-    def compute_and_fetch(
-        self, label: str, name: str, select: exp.Expression, statement: str
-    ) -> list[tuple]:
-        """Compute a scratch relation and fetch `statement`, a query that reads all its rows
-        (a count, the delta's stats): that query computes and keeps them as it reads them,
-        one Spark job where computing first and reading after took two."""
+    def compute_measured(
+        self, label: str, name: str, select: exp.Expression, measures: Sequence[str]
+    ) -> tuple:
+        """Compute a scratch relation and the aggregates `measures` over its rows (the
+        delta's stats) in one pass: in session mode Spark gathers them as it computes the
+        rows; else the query that reads them computes and keeps the rows as it reads them."""
+        if isinstance(self.executor, ScratchWriter):
+            writer = self.executor
+            self.scratch.append(name)  # dropped at the end, also when the pass fails
+            found = self.timed(
+                label, lambda: writer.measured_scratch_view(sql(select), name, measures)
+            )
+            if found is not None:
+                return found
+            self.scratch.remove(name)
         self.compute_scratch(label, name, select, eager=False)
-        return self.fetch(label, statement)
+        return self.fetch(label, f"SELECT {', '.join(measures)} FROM {sql(table(name))}")[0]
 
     def compute_counted(self, label: str, name: str, select: exp.Expression) -> int:
         """Compute a scratch relation; its number of rows (counted as it is computed)."""
