@@ -164,7 +164,8 @@ class ConnectionExecutor:
         self._checkpoint(spark, observed, view_name, True, select)
         found = observed._jdf.queryExecution().observedMetrics().get(name)
         if found.isEmpty():  # not seen so far; a query over the kept rows still tells
-            return tuple(spark.sql(f"SELECT {', '.join(measures)} FROM {view_name}").first())
+            select_measures = f"SELECT {', '.join(measures)} FROM {quote(view_name)}"
+            return tuple(spark.sql(select_measures).first())
         row = found.get()
         return tuple(row.get(i) for i in range(row.length()))
 
