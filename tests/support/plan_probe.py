@@ -152,16 +152,18 @@ def recording(spark: Any) -> Iterator[dict[str, list[tuple[str, str]]]]:
             keep(self, statement, plan_of_select(spark, statement))
         return original["fetch"](self, statement)
 
-    def scratch_view(self: Any, select: str, view_name: str, eager: bool = True) -> bool:
+    def keep_scratch(self: Any, select: str, view_name: str) -> None:
         if _JOINING in select.upper():
             keep(self, f"-- scratch view {view_name}\n{select}", plan_of_select(spark, select))
+
+    def scratch_view(self: Any, select: str, view_name: str, eager: bool = True) -> bool:
+        keep_scratch(self, select, view_name)
         return original["scratch_view"](self, select, view_name, eager)
 
     def measured_scratch_view(
         self: Any, select: str, view_name: str, measures: Sequence[str]
     ) -> tuple | None:
-        if _JOINING in select.upper():
-            keep(self, f"-- scratch view {view_name}\n{select}", plan_of_select(spark, select))
+        keep_scratch(self, select, view_name)
         return original["measured_scratch_view"](self, select, view_name, measures)
 
     executor.execute = execute  # type: ignore[method-assign]

@@ -150,7 +150,8 @@ class ConnectionExecutor:
     ) -> tuple | None:
         """`scratch_view`, computed now, and the aggregates `measures` over its rows,
         gathered as the rows are computed (Spark's observed metrics), so no second query
-        reads them (None: this connection cannot make such a view)."""
+        reads them (None: this connection cannot make such a view, or Spark reported no
+        metrics; the caller then computes and queries the relation itself)."""
         spark = self._checkpointing_session()
         if spark is None:
             return None
@@ -163,9 +164,8 @@ class ConnectionExecutor:
         )
         self._checkpoint(spark, observed, view_name, True, select)
         found = observed._jdf.queryExecution().observedMetrics().get(name)
-        if found.isEmpty():  # not seen so far; a query over the kept rows still tells
-            select_measures = f"SELECT {', '.join(measures)} FROM {quote(view_name)}"
-            return tuple(spark.sql(select_measures).first())
+        if found.isEmpty():
+            return None
         row = found.get()
         return tuple(row.get(i) for i in range(row.length()))
 

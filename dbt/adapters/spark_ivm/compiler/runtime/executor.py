@@ -49,7 +49,8 @@ class ScratchWriter(Protocol):
     ) -> tuple | None:
         """`scratch_view` computed now, and the values of the aggregate expressions
         `measures` over its rows, gathered in the same pass; None when this connection
-        cannot (then a query over the scratch relation computes them)."""
+        cannot or the values were not gathered (then the relation is computed as any
+        scratch relation and a query over it computes them)."""
         ...
 
     def count_scratch(self, view_name: str) -> int | None:
