@@ -5,13 +5,14 @@ Spark).
 Usage: python tests/session_named_catalog.py <empty folder>
 
 The profile registers `lake` (`org.apache.iceberg.spark.SparkCatalog`, type hive, on the
-embedded Derby metastore) and makes it the default (`spark.sql.defaultCatalog`). Creates two
-Iceberg base tables in `lake`, builds an ivm model that names one of them with its catalog
-(`lake.src.orders`) and the other without, changes both, refreshes it, runs it again with
-nothing new, runs its `ivm_consistent` test, compares the relation with a fresh run of its
-SQL, and lists where its relations live; a second model that names a table of another catalog
-(`spark_catalog.src.customers`) must be refused. Prints one JSON line for
-`test_named_catalog.py`.
+embedded Derby metastore) and makes it the default (`spark.sql.defaultCatalog`), and a Hadoop
+catalog `files` (no server: a folder). Creates two Iceberg base tables in `lake` and one,
+merge-on-read, in `files`; builds an ivm model that names one of `lake`'s tables with its
+catalog (`lake.src.orders`) and the other without, and a second model that reads three
+catalogs at once (the current one, `spark_catalog` and `files`, through an inner and a LEFT
+join, with a MIN); changes every table, refreshes both, runs them again with nothing new, runs
+their `ivm_consistent` tests, compares each relation with a fresh run of its SQL, and lists
+where their relations live. Prints one JSON line for `test_named_catalog.py`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,28 @@ from lake.src.orders o
 join src.customers c on o.cust = c.cid
 group by c.segment
 """
-ELSEWHERE_SQL = "select segment, count(*) as n from spark_catalog.src.customers group by segment"
+ELSEWHERE_SQL = """
+select r.region, c.segment, count(*) as n, sum(o.amount) as total, min(o.amount) as least
+from src.orders o
+join spark_catalog.src.customers c on o.cust = c.cid
+left join files.raw.regions r on r.cid = o.cust
+group by r.region, c.segment
+"""
+#: The table of the Hadoop catalog, merge-on-read (its changes are position delete files).
+FILES_TABLES = (
+    "CREATE NAMESPACE IF NOT EXISTS files.raw",
+    (
+        "CREATE TABLE files.raw.regions (cid int, region string) USING iceberg TBLPROPERTIES "
+        "('format-version' = '2', 'write.delete.mode' = 'merge-on-read', "
+        "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')"
+    ),
+    "INSERT INTO files.raw.regions VALUES (1, 'north'), (2, 'south'), (2, 'east')",
+)
+FILES_CHANGES = (
+    "UPDATE files.raw.regions SET region = 'west' WHERE cid = 1",
+    "DELETE FROM files.raw.regions WHERE region = 'east'",
+    "INSERT INTO files.raw.regions VALUES (4, 'north'), (3, NULL)",
+)
 
 
 def main(root: Path) -> dict:
@@ -50,32 +72,33 @@ def main(root: Path) -> dict:
             "spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
             "spark.sql.catalog.lake.type": "hive",
             "spark.sql.defaultCatalog": "lake",
+            "spark.sql.catalog.files": "org.apache.iceberg.spark.SparkCatalog",
+            "spark.sql.catalog.files.type": "hadoop",
+            "spark.sql.catalog.files.warehouse": str(root / "files"),
         },
     }
-    dbt = write_project(root, "in_lake", output, {"revenue": MODEL_SQL}, ["revenue"])
+    models = {"revenue": MODEL_SQL, "elsewhere": ELSEWHERE_SQL}
+    dbt = write_project(root, "in_lake", output, models, list(models))
 
     conn = SqlConnection(output)
     out: dict = {"catalog": conn.query("SELECT current_catalog()")[0][0]}
-    for statement in SHOP_TABLES:
+    for statement in (*SHOP_TABLES, *FILES_TABLES):
         conn.execute(statement)
-    out["build"] = dbt("run", "--select", "revenue")
-    for statement in SHOP_CHANGES:
+    for name in models:
+        out[name] = {"build": dbt("run", "--select", name)}
+    for statement in (*SHOP_CHANGES, *FILES_CHANGES):
         conn.execute(statement)
-    out["refresh"] = dbt("run", "--select", "revenue")
-    out["again"] = dbt("run", "--select", "revenue")
-    out["test"] = dbt("test", "--select", "revenue")
-    out["difference"] = conn.query(
-        f"SELECT count(*) FROM ((SELECT * FROM in_lake.revenue) EXCEPT ALL ({MODEL_SQL})) "
-        f"UNION ALL SELECT count(*) FROM (({MODEL_SQL}) EXCEPT ALL "
-        "(SELECT * FROM in_lake.revenue))"
-    )
+    for name, select in models.items():
+        out[name]["refresh"] = dbt("run", "--select", name)
+        out[name]["again"] = dbt("run", "--select", name)
+        out[name]["test"] = dbt("test", "--select", name)
+        out[name]["difference"] = conn.query(
+            f"SELECT count(*) FROM ((SELECT * FROM in_lake.{name}) EXCEPT ALL ({select})) "
+            f"UNION ALL SELECT count(*) FROM (({select}) EXCEPT ALL "
+            f"(SELECT * FROM in_lake.{name}))"
+        )
     out["views"] = [r[1] for r in conn.query("SHOW VIEWS IN lake.in_lake")]
     out["tables"] = [r[1] for r in conn.query("SHOW TABLES IN lake.in_lake")]
-    (root / "models" / "elsewhere.sql").write_text(
-        "{{ config(materialized='ivm') }}\n" + ELSEWHERE_SQL
-    )  # written after the first runs: it fails, and only its own run should
-    out["elsewhere"] = dbt("run", "--select", "elsewhere")
-    out["tables_after"] = [r[1] for r in conn.query("SHOW TABLES IN lake.in_lake")]
     conn.close()
     return out
 

@@ -5,6 +5,7 @@ check the results against Spark; these check the placement rules and the refusal
 from __future__ import annotations
 
 import pytest
+from support.delta_sql import delta_select
 
 from dbt.adapters.spark_ivm.compiler import dataflow
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
@@ -293,3 +294,27 @@ def test_exists_and_scalar_comparisons_join_their_states_inner_not_exists_left()
         ("inner", "ivm_scalar1"),  # the scalar sub-query
         ("left", "ivm_scalar2"),  # NOT EXISTS
     ]
+
+
+def test_relations_of_other_catalogs_are_inputs_of_their_own_and_read_there():
+    """A model may read tables of several catalogs (issue 38): `db.t` of the current one and
+    `db.t` of `lake` are two relations, and the delta reads each in its catalog."""
+    schemas = {
+        "s.a": [("k", "int"), ("x", "int")],
+        "lake.s.a": [("k", "int"), ("y", "int")],
+        "files.raw.c": [("k", "int"), ("z", "int")],
+    }
+    text = (
+        "with f as (select k, z from files.raw.c where z > 0) "
+        "select a.k, sum(x) as sx, max(b.y) as my, count(*) as n "
+        "from a join lake.s.a b on a.k = b.k join f on f.k = a.k group by a.k"
+    )
+    q = analyze(text, "m", schemas, "s")
+    assert [f"{i.relation} {i.alias}" for i in q.inputs] == ["s.a a", "lake.s.a b", "files.raw.c f"]
+    assert [c for i in q.inputs for c, _ in i.columns] == ["k", "x", "k", "y", "k", "z"]
+    delta = delta_select(text, schemas, {"lake.s.a", "files.raw.c"}).sql("spark")
+    assert "`lake`.`s`.`a` VERSION AS OF 2" in delta, delta
+    assert "`files`.`raw`.`c` VERSION AS OF 1" in delta, delta
+    assert "`s`.`a` VERSION AS OF 2" in delta, delta
+    assert "log_lake_s_a" in delta and "log_files_raw_c" in delta, delta
+    assert "__ivm_here__" not in delta, delta

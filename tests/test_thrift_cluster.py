@@ -14,7 +14,8 @@ different capture path, not a repetition. Also: `method: session` with the clust
 
 The loopback server's sessions resolve two-part names in a named Iceberg catalog, `lake`
 (`cluster.py`), so these families and cases run there, against the session catalog of the
-embedded runs.
+embedded runs; the families' base tables are in a Hadoop catalog, `files` (a folder, no
+server), so every refresh of them reads sources of another catalog than the model's.
 
 `IVM_TEST_TARGET=thrift://host:port` runs it against a Thrift server you started instead.
 """
@@ -34,7 +35,7 @@ import pytest
 from ivm_harness.families import FAMILIES
 from ivm_harness.runner import ROUND_PLAN, Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
-from support.cluster import NAMED_CATALOG, free_port
+from support.cluster import FILES_CATALOG, NAMED_CATALOG, free_port
 from support.own_process import run_script
 from support.small_project import SmallProject
 from support.targets import THRIFT, default_target, is_thrift, shared_cluster, stop_shared
@@ -96,6 +97,10 @@ def thrift_report(
     }
     families = [f for f in FAMILIES if f.name in selected]
     config = dataclasses.replace(harness_config, target=cluster_target)
+    if cluster_target == THRIFT and config.base_catalog is None:
+        # sources in a catalog of their own (issue 38): the base tables in the loopback
+        # server's Hadoop catalog, the models in its default one
+        config = dataclasses.replace(config, base_catalog=FILES_CATALOG)
     if config.plan == ROUND_PLAN and config.rounds == len(ROUND_PLAN):  # not set by IVM_ROUND_PLAN
         config = dataclasses.replace(config, plan=THRIFT_PLAN, rounds=len(THRIFT_PLAN))
     h = Harness(
@@ -152,6 +157,63 @@ def test_models_live_in_the_default_catalog(outer_refreshed: SmallProject, clust
         assert f"{case.name}__ivm_state" in tables, (case.name, sorted(tables))
     again = r.run()
     assert all(again[c.name].startswith("no MERGE") for c in CASES), again
+
+
+#: A model over three catalogs: the current one (`lake`), the session catalog named, and a
+#: merge-on-read table of the Hadoop catalog under a LEFT join, with a MIN.
+THREE_CATALOGS_SQL = f"""
+select r.region, c.segment, count(*) as n, sum(o.amount) as total, min(o.amount) as least
+from {SCHEMA}.cat_orders o
+join spark_catalog.{SCHEMA}.cat_customers c on o.cust = c.cid
+left join {FILES_CATALOG}.raw.regions r on r.cid = o.cust
+group by r.region, c.segment
+"""
+
+
+def test_a_model_reads_three_catalogs(tmp_path: Path, cluster_target: str) -> None:
+    """Sources in any catalog (issue 38), over thrift (the changelog through each catalog's
+    own `create_changelog_view` procedure, the merge-on-read table by SQL): the model builds,
+    refreshes a change of all three tables exactly, then finds nothing to do, and its state
+    lives in the current catalog. (A Thrift server named by IVM_TEST_TARGET needs a Hadoop
+    or other Iceberg catalog called `files`.)"""
+    r = SmallProject(tmp_path, "three_catalogs", SCHEMA, target=cluster_target).started()
+    r.model("three_catalogs", THREE_CATALOGS_SQL)
+    r.base_table("cat_orders", "oid int, cust int, amount decimal(10,2)", "(1, 1, 10.00)",
+                 "(2, 1, 5.50)", "(3, 2, 7.25)", "(4, 3, 1.00)")  # fmt: skip
+    customers = f"spark_catalog.{SCHEMA}.cat_customers"
+    r.sql(f"DROP TABLE IF EXISTS {customers}")
+    r.sql(f"CREATE TABLE {customers} (cid int, segment string) USING iceberg")
+    r.sql(f"INSERT INTO {customers} VALUES (1, 'a'), (2, 'b'), (3, 'b')")
+    regions = f"{FILES_CATALOG}.raw.regions"
+    r.sql(f"CREATE NAMESPACE IF NOT EXISTS {FILES_CATALOG}.raw")
+    r.sql(f"DROP TABLE IF EXISTS {regions}")
+    r.sql(
+        f"CREATE TABLE {regions} (cid int, region string) USING iceberg TBLPROPERTIES "
+        "('format-version' = '2', 'write.delete.mode' = 'merge-on-read', "
+        "'write.update.mode' = 'merge-on-read')"
+    )
+    r.sql(f"INSERT INTO {regions} VALUES (1, 'north'), (2, 'south'), (2, 'east')")
+    assert r.run()["three_catalogs"].startswith("built"), "first run"
+    for statement in (
+        f"DELETE FROM {SCHEMA}.cat_orders WHERE oid = 1",
+        f"INSERT INTO {SCHEMA}.cat_orders VALUES (5, 2, 99.99), (6, 4, 3.00)",
+        f"INSERT INTO {customers} VALUES (4, 'c')",
+        f"UPDATE {customers} SET segment = 'a' WHERE cid = 3",
+        f"UPDATE {regions} SET region = 'west' WHERE cid = 1",
+        f"DELETE FROM {regions} WHERE region = 'east'",
+        f"INSERT INTO {regions} VALUES (4, 'north'), (3, NULL)",
+    ):
+        r.sql(statement)
+    refreshed = r.run()["three_catalogs"]
+    assert refreshed.startswith("refreshed"), refreshed
+    for relation in (f"{SCHEMA}.cat_orders", customers, regions):
+        assert relation in refreshed, (relation, refreshed)
+    r.check_models(["three_catalogs"])
+    assert r.run()["three_catalogs"].startswith("no MERGE")
+    catalog = str(r.sql("SELECT current_catalog()")[0][0])
+    tables = {str(row[1]) for row in r.sql(f"SHOW TABLES IN {catalog}.{SCHEMA}")}
+    assert "three_catalogs__ivm_state" in tables, sorted(tables)
+    r.conn.close()
 
 
 def _test_statuses(r: SmallProject, *args: str) -> tuple[bool, dict[str, str]]:

@@ -78,6 +78,9 @@ class HarnessConfig:
             cluster started for the run) or `thrift://host:port` (see `tests/support/targets.py`).
         plan: `IVM_ROUND_PLAN=mixed,empty,mixed`: the kinds of the change rounds instead of
             `ROUND_PLAN` (then `rounds` is its length); the thrift subset runs a shorter plan.
+        base_catalog: `IVM_HARNESS_BASE_CATALOG`: the catalog of the base tables (default:
+            the current one, where the models live); the thrift subset puts them in the
+            loopback server's Hadoop catalog (sources in a catalog of their own).
     """
 
     seed: int
@@ -88,6 +91,7 @@ class HarnessConfig:
     corrupt: tuple[str, int] | None = None
     target: str = "session"
     plan: tuple[str, ...] = ROUND_PLAN
+    base_catalog: str | None = None
 
     @classmethod
     def from_env(cls, seed: int | None = None) -> HarnessConfig:
@@ -114,6 +118,7 @@ class HarnessConfig:
             threads=int(env.get("IVM_HARNESS_THREADS", "4")),
             corrupt=corrupt,
             target=env.get("IVM_TEST_TARGET", "").strip() or "session",
+            base_catalog=env.get("IVM_HARNESS_BASE_CATALOG", "").strip() or None,
         )
 
 
@@ -320,6 +325,8 @@ class Harness:
         self.config = config
         self.workdir = workdir
         self.tables = collect_tables(self.families)
+        # the base tables' schema, with their catalog where it is not the current one
+        self.base_schema = ".".join(filter(None, (config.base_catalog, BASE_SCHEMA)))
         self.all_table_names = sorted({t.name for t in (all_tables or self.tables)})
         if output is None and config.target != "session":
             # tests/support/targets.py: starts a loopback cluster
@@ -335,7 +342,7 @@ class Harness:
             materialization=config.materialization,
             adapter_type=config.adapter_type,
             target_schema=TARGET_SCHEMA,
-            base_schema=BASE_SCHEMA,
+            base_schema=self.base_schema,
             ivm_home=workdir / "ivm_home",
             threads=config.threads,
             output=None if output is None else dict(output),
@@ -361,7 +368,7 @@ class Harness:
 
     def rows(self, table: Table) -> list[datagen.Row]:
         """Current rows of a base table, sorted (scan order varies; replays must not)."""
-        rows = self.conn.query(f"SELECT * FROM {BASE_SCHEMA}.{table.name}")
+        rows = self.conn.query(f"SELECT * FROM {self.base_schema}.{table.name}")
         return sorted(rows, key=row_sort_key)
 
     def _exists(self, relation: str) -> bool:
@@ -387,11 +394,11 @@ class Harness:
         self._conn = SqlConnection(self.project.profile_output())
         self._log("-- setup")
         for table in self.tables:
-            self.sql(f"DROP TABLE IF EXISTS {BASE_SCHEMA}.{table.name}")
-            ddl = table.ddl(BASE_SCHEMA)
+            self.sql(f"DROP TABLE IF EXISTS {self.base_schema}.{table.name}")
+            ddl = table.ddl(self.base_schema)
             self.sql(ddl)
             rng = datagen.table_rng(self.config.seed, "init", table)
-            insert = datagen.insert_sql(table, BASE_SCHEMA, datagen.initial_rows(table, rng))
+            insert = datagen.insert_sql(table, self.base_schema, datagen.initial_rows(table, rng))
             self.sql(insert)
             self._log(f"{ddl};\n{insert};")
         self.report.setup_seconds = time.monotonic() - start
@@ -406,7 +413,7 @@ class Harness:
             return log
         if kind == "empty":
             for table in self.tables:
-                stmt = f"DELETE FROM {BASE_SCHEMA}.{table.name}"
+                stmt = f"DELETE FROM {self.base_schema}.{table.name}"
                 self.sql(stmt)
                 log.statements[table.name] = [stmt]
         else:
@@ -428,7 +435,7 @@ class Harness:
                 for n in range(rng.randint(1, 4)):
                     if n:  # the next statement is drawn from the rows the last one left
                         rows = self.rows(table)
-                    stmt = datagen.change_statement(table, BASE_SCHEMA, rows, rng)
+                    stmt = datagen.change_statement(table, self.base_schema, rows, rng)
                     self.sql(stmt)
                     stmts.append(stmt)
                 log.statements[table.name] = stmts

@@ -72,12 +72,16 @@ def java_problem() -> str | None:
 
 #: The named Iceberg catalog the Thrift server's sessions default to.
 NAMED_CATALOG = "lake"
+#: A Hadoop Iceberg catalog (a folder, no server) the Thrift server also has: sources in a
+#: catalog of their own.
+FILES_CATALOG = "files"
 
 
 def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
     """The Thrift server's Spark settings: the embedded session's catalog settings (Iceberg
     SparkSessionCatalog on a Derby metastore under `home`) plus the named Iceberg catalog
-    `NAMED_CATALOG` over the same metastore as the default one, the cluster as master."""
+    `NAMED_CATALOG` over the same metastore as the default one and the Hadoop catalog
+    `FILES_CATALOG`, the cluster as master."""
     params = embedded.session_parameters(home, {"spark.jars": ""})
     for key in ("spark.jars", "spark.driver.memory", "spark.app.name"):
         params.pop(key, None)
@@ -96,6 +100,10 @@ def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
             f"spark.sql.catalog.{NAMED_CATALOG}.type": "hive",
             f"spark.sql.catalog.{NAMED_CATALOG}.cache-enabled": "false",
             "spark.sql.defaultCatalog": NAMED_CATALOG,
+            f"spark.sql.catalog.{FILES_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+            f"spark.sql.catalog.{FILES_CATALOG}.type": "hadoop",
+            f"spark.sql.catalog.{FILES_CATALOG}.warehouse": str(home / "files"),
+            f"spark.sql.catalog.{FILES_CATALOG}.cache-enabled": "false",
             # The server keeps every job, stage, task, SQL execution and statement for its UI
             # listeners (UI off or not): with Spark's defaults (100,000 tasks) a test run's
             # thousands of small statements filled a 2 GiB driver heap and it spent its time

@@ -27,11 +27,15 @@ def planned(
 def renderer_for(
     p: Plan, changed: set[str], schemas: Mapping[str, Sequence[tuple[str, str]]], default_db="s"
 ) -> TermRenderer:
-    """The term renderer of `p` when the tables `changed` have change logs `log_<name>`."""
+    """The term renderer of `p` when the tables `changed` (names in `default_db`, or whole
+    relation names where they hold a dot) have change logs `log_<name>`."""
     versions = render.Versions(
         old={r: 1 for r in schemas},
         new={r: 2 for r in schemas},
-        logs={f"{default_db}.{name}": f"log_{name}" for name in changed},
+        logs={
+            (name if "." in name else f"{default_db}.{name}"): f"log_{name.replace('.', '_')}"
+            for name in changed
+        },
     )
     return TermRenderer(p.query, render.leaf_at(p.query, versions), versions.changed(p.query))
 

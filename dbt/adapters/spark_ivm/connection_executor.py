@@ -16,6 +16,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
 from dbt.adapters.spark_ivm import metastore_lock, session_metadata, staged_reads
+from dbt.adapters.spark_ivm.compiler.sql.templates import catalog_of
 from dbt.adapters.spark_ivm.embedded import is_local_master
 
 logger = AdapterLogger("spark_ivm")
@@ -36,6 +37,7 @@ class ConnectionExecutor:
         self.adapter = adapter
         self._checkpointed: dict[str, Any] = {}  # scratch view -> its rows' JVM RDD
         self._staged: dict[str, staged_reads.StagedRead] = {}  # scratch view -> its task set
+        self._current_catalog: str | None = None
 
     def execute(self, statement: str) -> None:
         self.adapter.connections.add_query(statement, auto_begin=False)
@@ -51,9 +53,10 @@ class ConnectionExecutor:
         spark = self._local_session()
         if spark is None:
             return False
-        # qualified by the current catalog: Iceberg's metadata table of `db.t` (two parts, as
-        # dbt-spark names relations, resolved in that catalog)
-        parts = [spark.catalog.currentCatalog(), *relation.split("."), "changes"]
+        # Iceberg's metadata table of `db.t` needs its catalog named: the relation's own
+        # (`catalog.db.t`), else the current one, where two-part names resolve
+        catalog, name = catalog_of(relation)
+        parts = [catalog or self._catalog_of_statements(spark), *name.split("."), "changes"]
         name = ".".join(quote(part) for part in parts)
         spark.read.options(**options).table(name).createOrReplaceTempView(view_name)
         return True
@@ -67,7 +70,16 @@ class ConnectionExecutor:
         spark = self._local_session()
         if spark is None or not metastore_lock.held():
             return False
-        return bool(spark.catalog.currentCatalog() == "spark_catalog")
+        return self._catalog_of_statements(spark) == "spark_catalog"
+
+    def _catalog_of_statements(self, spark: Any) -> str:
+        """The catalog two-part names of this session's statements resolve in. Not
+        `spark.catalog.currentCatalog()`: that reads the calling thread's SQL conf, and in
+        dbt's model threads, where no session is active, it answers `spark_catalog` whatever
+        `spark.sql.defaultCatalog` says; a statement runs with its session active."""
+        if self._current_catalog is None:
+            self._current_catalog = str(spark.sql("SELECT current_catalog()").collect()[0][0])
+        return self._current_catalog
 
     def _local_session(self) -> Any:
         """The session dbt's statements run in, when this connection is the session method

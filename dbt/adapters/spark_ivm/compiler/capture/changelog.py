@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import PROCEDURES
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
-from dbt.adapters.spark_ivm.compiler.sql.templates import col
+from dbt.adapters.spark_ivm.compiler.sql.templates import catalog_of, col, sql
 
 
 def scan_options(old: int | None, new: int) -> dict[str, str]:
@@ -31,10 +31,19 @@ def scan_options(old: int | None, new: int) -> dict[str, str]:
 
 
 def procedure_sql(relation: str, old: int | None, new: int, view_name: str) -> str:
-    """The CALL that creates the changelog temp view (carry-overs removed) over SQL alone."""
+    """The CALL that creates the changelog temp view (carry-overs removed) over SQL alone;
+    the procedure of the relation's catalog where it names one.
+
+    >>> procedure_sql("lake.s.t", 1, 2, "v").split(", options")[0]
+    "CALL `lake`.system.create_changelog_view(table => 's.t'"
+    """
     options = ", ".join(f"'{k}', '{v}'" for k, v in scan_options(old, new).items())
+    catalog, name = catalog_of(relation)
+    procedures = PROCEDURES
+    if catalog:
+        procedures = f"{sql(exp.to_identifier(catalog, quoted=True))}.{PROCEDURES}"
     return (
-        f"CALL {PROCEDURES}.create_changelog_view(table => '{relation}', "
+        f"CALL {procedures}.create_changelog_view(table => '{name}', "
         f"options => map({options}), changelog_view => '{view_name}')"
     )
 

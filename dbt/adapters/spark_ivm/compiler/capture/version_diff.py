@@ -62,10 +62,10 @@ def log_select(
     def version(snap: int | None, weight: int) -> exp.Select:
         if snap is None:
             return weighted_rows(table(relation), columns, weight).where(exp.false())
-        src = exp.Table(
-            this=exp.to_identifier(relation.split(".")[1], quoted=True),
-            db=exp.to_identifier(relation.split(".")[0], quoted=True),
-            version=exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snap)),
+        src = table(relation)
+        src.set(
+            "version",
+            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snap)),
         )
         select = weighted_rows(src, columns, weight)
         if touched is not None:

@@ -58,8 +58,16 @@ NONDETERMINISTIC_NAMES = frozenset(
 
 
 def relation_key(table: exp.Table, default_db: str) -> str:
-    """`db.table` in lower case: how the compiler names a base relation."""
+    """`db.table` in lower case, `catalog.db.table` where the SQL names the catalog: how
+    the compiler names a base relation.
+
+    >>> tables = sqlglot.parse_one("select * from t, s.u, Lake.S.V", read="spark")
+    >>> [relation_key(t, "db") for t in tables.find_all(exp.Table)]
+    ['db.t', 's.u', 'lake.s.v']
+    """
     db = table.db or default_db
+    if table.catalog:
+        return f"{table.catalog}.{db}.{table.name}".lower()
     return f"{db}.{table.name}".lower()
 
 
@@ -77,17 +85,6 @@ def base_relations(sql: str, default_db: str, model: str = "?") -> list[str]:
         if key not in found:
             found.append(key)
     return found
-
-
-def catalogs_named(sql: str, model: str = "?") -> set[str]:
-    """The catalogs a SELECT names in three-part relation names (`lake.sales.orders`), in
-    lower case. The compiler names relations `db.table`, resolved in the session's current
-    catalog, so a catalog other than that one is refused (`chain.py`).
-
-    >>> sorted(catalogs_named("select * from lake.s.o join s.c on o.k = c.k join Hub.s.x"))
-    ['hub', 'lake']
-    """
-    return {t.catalog.lower() for t in _parse(sql, model).find_all(exp.Table) if t.catalog}
 
 
 def _parse(sql: str, model: str) -> exp.Expression:

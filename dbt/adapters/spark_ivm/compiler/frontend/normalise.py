@@ -39,18 +39,11 @@ from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.frontend import catalogs
 from dbt.adapters.spark_ivm.compiler.frontend.comma_joins import place_join_predicates
 from dbt.adapters.spark_ivm.compiler.frontend.null_rejection import simplify_outer_joins
 
 DIALECT = "spark"
-
-
-def _schema_for(schemas: Mapping) -> dict:
-    nested: dict[str, dict[str, dict[str, str]]] = {}
-    for key, columns in schemas.items():
-        db, _, name = key.partition(".")
-        nested.setdefault(db, {})[name] = {column: "string" for column, _ in columns}
-    return nested
 
 
 def _side(join: exp.Join) -> str:
@@ -225,15 +218,18 @@ def qualified(
     tree: exp.Expression, model: str, schemas: Mapping, default_db: str
 ) -> exp.Expression:
     """sqlglot's `qualify`: every column with its input's alias, `*` expanded."""
+    three = catalogs.names_catalogs(schemas)
     try:
-        return qualify(
+        done = qualify(
             tree,
-            schema=_schema_for(schemas),
+            schema=catalogs.nested_schema(schemas, lambda _: "string"),
             dialect=DIALECT,
             db=default_db,
+            catalog=catalogs.HERE if three else None,
             quote_identifiers=False,
             validate_qualify_columns=True,
         )
+        return catalogs.strip_here(done) if three else done
     except OptimizeError as e:
         raise UnsupportedQueryError(
             model, "a column or name that cannot be resolved", str(e)

@@ -36,7 +36,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.schema import MappingSchema
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
-from dbt.adapters.spark_ivm.compiler.frontend import having, scalar, semi_join
+from dbt.adapters.spark_ivm.compiler.frontend import catalogs, having, scalar, semi_join
 from dbt.adapters.spark_ivm.compiler.frontend.normalise import (
     inline_ctes,
     qualified,
@@ -203,17 +203,17 @@ def annotate(tree: exp.Select, schemas: Mapping) -> None:
     """Give every expression of the qualified `tree` its type (sqlglot's inference over the
     base tables' Spark types, in place); a column whose Spark type sqlglot cannot read is of
     unknown type."""
-    nested: dict[str, dict[str, dict[str, exp.DataType]]] = {}
-    for relation, columns in schemas.items():
-        db, _, name = relation.partition(".")
-        typed = nested.setdefault(db, {}).setdefault(name, {})
-        for column, dtype in columns:
-            try:
-                typed[column] = exp.DataType.build(dtype, dialect=DIALECT)
-            except (ParseError, ValueError):
-                typed[column] = exp.DataType.build("unknown")
+
+    def typed(dtype: str) -> exp.DataType:
+        try:
+            return exp.DataType.build(dtype, dialect=DIALECT)
+        except (ParseError, ValueError):
+            return exp.DataType.build("unknown")
+
+    nested = catalogs.nested_schema(schemas, typed)
     try:
-        annotate_types(tree, schema=MappingSchema(nested, dialect=DIALECT), dialect=DIALECT)
+        with catalogs.two_part_names_here(tree, catalogs.names_catalogs(schemas)):
+            annotate_types(tree, schema=MappingSchema(nested, dialect=DIALECT), dialect=DIALECT)
     except Exception:  # noqa: BLE001 - sqlglot could not type it: IN sides stay untyped (refused)
         for node in tree.walk():
             node.type = None

@@ -252,6 +252,11 @@ def read_definitions(
         expanded = expand(model_sql, views, default_db, model)
         new: list[str] = []
         for relation in base_relations(expanded, default_db, model):
+            if relation.count(".") == 2:
+                # A relation of another catalog: its view's two-part names resolve there,
+                # not here, so it is not expanded; a view is read through a snapshot-diff
+                # copy (`capture/snapshot_diff.py`) like any relation without snapshots.
+                continue
             database, name = relation.split(".", 1)
             if database not in listed:
                 listed[database] = _view_names(fetch, database)

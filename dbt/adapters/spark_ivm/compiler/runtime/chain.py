@@ -200,11 +200,7 @@ class ChainMaintainer:
         self.compiled_sql = snapshot_diff.read_copies(self.compiled_sql, copies, default_db)
         return copies
 
-    def check_catalogs(self) -> None:
-        inputs.check_catalogs(self.executor, self.compiled_sql, self.model)
-
     def run(self) -> Outcome:
-        self.check_catalogs()
         props = (self.properties_of(self.target.view) if self.existing == "view" else None) or {}
         if not self.full_refresh and self.on_change is not OnChange.APPLY:
             # Before anything is written: a held change leaves every state as it was.

@@ -359,7 +359,6 @@ class Explainer:
         else:
             self.out.append(f"{head}: a view over its state table")
         try:
-            chain.check_catalogs()
             chain.read_views(props)
             for view, digest in sorted(chain.view_digests.items()):
                 self._say(f"reads view {view} through its query (definition {digest[:12]})")

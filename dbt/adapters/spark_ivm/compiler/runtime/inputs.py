@@ -3,8 +3,6 @@
 Before a model's states are planned the run settles what its SQL reads (`chain.py` calls these
 in order):
 
-* catalogs: a relation named in a catalog other than the session's current one is refused
-  (the model and its states live in the current catalog);
 * views: the views the model reads are replaced by their queries (`frontend/views.py`), and
   their digests recorded, so a changed view definition is seen as a changed model;
 * upstream ivm models: one that is behind its own base tables is named in the run's summary
@@ -21,9 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
-from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import views
-from dbt.adapters.spark_ivm.compiler.frontend.analyze import catalogs_named
 from dbt.adapters.spark_ivm.compiler.runtime import upstream
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, describe_columns
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN
@@ -31,26 +27,6 @@ from dbt.adapters.spark_ivm.compiler.runtime.session import Head
 from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
-
-
-def check_catalogs(executor: Executor, compiled_sql: str, model: str) -> None:
-    """Refuse a relation named in a catalog other than the session's current one (where the
-    model, its states and every two-part name live); asks Spark only when the SQL names a
-    catalog."""
-    named = catalogs_named(compiled_sql, model)
-    if not named:
-        return
-    current = str(executor.fetch("SELECT current_catalog()")[0][0]).lower()
-    other = sorted(named - {current})
-    if other:
-        raise UnsupportedQueryError(
-            model,
-            f"a relation of catalog `{other[0]}`",
-            f"the session's current catalog is `{current}`",
-            "An ivm model reads relations of the catalog two-part names resolve in, where "
-            "it keeps its state: make that catalog the default (spark.sql.defaultCatalog) "
-            "or read the relation through a dbt model there.",
-        )
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,32 @@ def col(name: str, table: str | None = None) -> exp.Column:
 
 
 def table(relation: str) -> exp.Table:
-    """A quoted table reference for a `db.table` name (or a bare session view name)."""
+    """A quoted table reference for a `db.table` or `catalog.db.table` name (or a bare
+    session view name).
+
+    >>> sql(table("lake.sales.orders")), sql(table("db.t")), sql(table("v"))
+    ('`lake`.`sales`.`orders`', '`db`.`t`', '`v`')
+    """
+    parts = relation.split(".")
+    if len(parts) == 3:
+        return exp.table_(parts[2], parts[1], parts[0], quoted=True)
     db, dot, name = relation.partition(".")
     if not dot:
         return exp.table_(relation, quoted=True)
     return exp.table_(name, db, quoted=True)
+
+
+def catalog_of(relation: str) -> tuple[str | None, str]:
+    """The catalog a relation name names (None: the session's current one) and its
+    `db.table` name in that catalog.
+
+    >>> catalog_of("lake.sales.orders"), catalog_of("sales.orders")
+    (('lake', 'sales.orders'), (None, 'sales.orders'))
+    """
+    parts = relation.split(".")
+    if len(parts) == 3:
+        return parts[0], ".".join(parts[1:])
+    return None, relation
 
 
 def sql(node: exp.Expression) -> str:
