@@ -55,8 +55,9 @@ setup(
     ),
     license="Apache-2.0",
     # 3.13: snowpark-connect-deps-iceberg (the Iceberg jar, below) declares Requires-Python <3.13
-    # in every release, so pip finds none; docs/reference.md, *Versions*.
-    python_requires=">=3.11,<3.13",
+    # in every release, so pip finds none and it is installed in a step of its own
+    # (README; docs/reference.md, *Versions*).
+    python_requires=">=3.11,<3.14",
     # Namespace packages only: dbt-core and dbt-adapters own dbt/__init__.py and
     # dbt/adapters/__init__.py, and shipping them here would clobber theirs.
     packages=find_namespace_packages(include=["dbt.*"], exclude=["*.__pycache__"]),
@@ -78,8 +79,9 @@ setup(
         # would let pip take pyspark 4.
         "pyspark==3.5.*",
         # Ships iceberg-spark-runtime-3.5_2.12-1.10.2.jar; 1.0.3's jar lacks Iceberg's
-        # shaded Jackson classes and every CREATE TABLE fails.
-        "snowpark-connect-deps-iceberg==1.0.2",
+        # shaded Jackson classes and every CREATE TABLE fails. A plain jar in a wheel that
+        # says Python <3.13: on 3.13, `pip install --no-deps --ignore-requires-python` it.
+        "snowpark-connect-deps-iceberg==1.0.2; python_version < '3.13'",
         "sqlglot>=30,<31",
     ],
     extras_require={
@@ -106,5 +108,6 @@ setup(
         "Programming Language :: Python :: 3",
         "Programming Language :: Python :: 3.11",
         "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
     ],
 )

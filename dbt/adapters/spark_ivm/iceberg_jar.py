@@ -47,8 +47,9 @@ def find_iceberg_runtime_jar() -> Path:
         raise DbtRuntimeError(
             "spark_ivm: the embedded Spark needs the Apache Iceberg runtime jar from the "
             "package snowpark-connect-deps-iceberg (pip install "
-            "'snowpark-connect-deps-iceberg==1.0.2'), or set spark.jars in the profile's "
-            "server_side_parameters."
+            "'snowpark-connect-deps-iceberg==1.0.2'; on Python 3.13, which its wheel does not "
+            "declare, add --no-deps --ignore-requires-python), or set spark.jars in the "
+            "profile's server_side_parameters."
         ) from exc
     jars = sorted(
         (entry for entry in jars_dir.iterdir() if entry.name.startswith(prefix)),
