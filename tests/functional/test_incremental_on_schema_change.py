@@ -47,43 +47,6 @@ class TestInsertOverwriteOnSchemaChange(IncrementalOnSchemaChangeIgnoreFail):
         }
 
 
-@pytest.mark.skip_profile("apache_spark", "spark_session")
-class TestDeltaOnSchemaChange(BaseIncrementalOnSchemaChangeSetup):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return {
-            "models": {
-                "+file_format": "delta",
-                "+incremental_strategy": "merge",
-                "+unique_key": "id",
-            }
-        }
-
-    def run_incremental_sync_all_columns(self, project):
-        select = "model_a incremental_sync_all_columns incremental_sync_all_columns_target"
-        run_dbt(["run", "--models", select, "--full-refresh"])
-        # Delta Lake doesn"t support removing columns -- show a nice compilation error
-        results = run_dbt(["run", "--models", select], expect_pass=False)
-        assert "Compilation Error" in results[1].message
-
-    def run_incremental_sync_remove_only(self, project):
-        select = "model_a incremental_sync_remove_only incremental_sync_remove_only_target"
-        run_dbt(["run", "--models", select, "--full-refresh"])
-        # Delta Lake doesn"t support removing columns -- show a nice compilation error
-        results = run_dbt(["run", "--models", select], expect_pass=False)
-        assert "Compilation Error" in results[1].message
-
-    def test_run_incremental_append_new_columns(self, project):
-        # only adding new columns in supported
-        self.run_incremental_append_new_columns(project)
-        # handling columns that have been removed doesn"t work on Delta Lake today
-        # self.run_incremental_append_new_columns_remove_one(project)
-
-    def test_run_incremental_sync_all_columns(self, project):
-        self.run_incremental_sync_all_columns(project)
-        self.run_incremental_sync_remove_only(project)
-
-
 # Test fixtures for special character column names
 _MODEL_A_SPECIAL_CHARS = """
 {{
@@ -209,3 +172,7 @@ class TestAppendOnSchemaChangeSpecialChars(BaseIncrementalOnSchemaChangeSetup):
                 "incremental_append_new_special_chars_target",
             ],
         )
+
+
+# Not copied: dbt-spark's `TestDeltaOnSchemaChange` (Delta Lake tables; the plugin's catalog is
+# Iceberg).
