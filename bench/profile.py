@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import changes, datagen
-from bench.run import BENCH_DIR, MODELS, REFRESH_ENV, Benchmark, _environment_variables
-from bench.run import parse_args as parse_bench_args
+from bench.dbt_runs import environment_variables
+from bench.options import BENCH_DIR
+from bench.options import parse_args as parse_bench_args
+from bench.run import MODELS, REFRESH_ENV, Benchmark
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     recorder.install()
     bench = Benchmark(bench_args)
     select = " ".join(models)
-    with _environment_variables(variables):
+    with environment_variables(variables):
         bench.start()
         spark = bench.spark
         have = {r[1] for r in spark.sql(f"SHOW TABLES IN {datagen.SOURCE_SCHEMA}").collect()}

@@ -22,344 +22,38 @@ work directory, and rounds of TPC-H's refresh functions RF1/RF2 plus updates
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
-import os
-import platform
-import re
 import shlex
-import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from importlib import metadata
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from bench import changes, checks, datagen, report, tpch_workload
-from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV, Policy
+from bench.dbt_runs import PROJECT_DIR, BenchError, Dbt, Invocation, environment_variables
+from bench.machine import environment
+from bench.options import parse_args
+from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
 
 if TYPE_CHECKING:
-    from dbt.cli.main import dbtRunnerResult
     from pyspark.sql import SparkSession
 
-BENCH_DIR = Path(__file__).resolve().parent
-PROJECT_DIR = BENCH_DIR / "project"
-REPO_DIR = BENCH_DIR.parent
 TARGET_SCHEMA = "bench"
 MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
-#: The star workload (bench/datagen.py, bench/project) or the 22 TPC-H queries.
-WORKLOADS = ("star", "tpch")
 FULL_SUFFIX = "_full"
 #: Steady-state rounds between two rebuilds and equality checks (and one after the last round).
 STEADY_CHECK_EVERY = 10
-#: An ivm model's log line with the time of one refresh statement (DBT_SPARK_IVM_TIMINGS=1).
-STEP_LINE = re.compile(r"ivm model '(?P<model>[^']+)':\s+(?P<seconds>[0-9.]+)s (?P<label>.+)")
-
-
-class BenchError(RuntimeError):
-    """The benchmark could not go on (dbt failed, or a model is wrong)."""
-
-
-# ------------------------------------------------------------------------------------------------
-# options
-# ------------------------------------------------------------------------------------------------
-
-
-def _floats(text: str) -> list[float]:
-    return [float(x) for x in text.split(",") if x.strip()]
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.run", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument(
-        "--workload",
-        choices=WORKLOADS,
-        default="star",
-        help="star: the four models on bench/datagen.py's tables; tpch: the 22 TPC-H queries "
-        "on dbgen's data (bench/tpch_workload.py)",
-    )
-    parser.add_argument("--sf", type=float, default=1.0, help="scale factor (1: ~6M lines)")
-    parser.add_argument(
-        "--fractions", type=_floats, default=[0.001, 0.01, 0.1], help="change fractions"
-    )
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of every timing")
-    parser.add_argument(
-        "--scale-sfs",
-        type=_floats,
-        default=[0.3, 3.0],
-        help="more scale factors for the scale series ('' for none)",
-    )
-    parser.add_argument(
-        "--scale-fraction", type=float, default=0.001, help="change fraction of the scale series"
-    )
-    parser.add_argument(
-        "--pattern",
-        choices=changes.PATTERNS,
-        default="clustered",
-        help="which rows change (star workload; tpch picks rows by a hash of the key)",
-    )
-    parser.add_argument(
-        "--base-write-mode",
-        choices=datagen.WRITE_MODES,
-        default="copy-on-write",
-        help="how DELETE/UPDATE/MERGE change the base tables (merge-on-read: delete files)",
-    )
-    parser.add_argument(
-        "--refresh",
-        choices=[p.value for p in Policy],
-        default=Policy.AUTO.value,
-        help="the ivm models' ivm_refresh: auto (the default: refresh or rebuild by the "
-        "estimates), incremental (always refresh) or full",
-    )
-    parser.add_argument(
-        "--steady",
-        type=int,
-        default=0,
-        help="change rounds in a row at the main SF after its rounds, refresh only (0: none)",
-    )
-    parser.add_argument(
-        "--steady-fraction", type=float, default=0.001, help="change fraction of --steady"
-    )
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument(
-        "--warmup-rounds",
-        type=int,
-        default=1,
-        help="untimed change rounds before the first measurement (JIT, class loading)",
-    )
-    parser.add_argument(
-        "--rows-per-file",
-        type=int,
-        default=75_000,
-        help="base table rows per data file (star workload)",
-    )
-    parser.add_argument("--driver-memory", default="12g", help="spark.driver.memory")
-    parser.add_argument("--shuffle-partitions", type=int, default=8)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="where the JSON and the plots go (bench/results; tpch: bench/results/tpch)",
-    )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=None,
-        help="warehouse, dbt target and logs (bench/.work; tpch: bench/.work-tpch)",
-    )
-    parser.add_argument(
-        "--readme",
-        type=Path,
-        default=None,
-        help="markdown file whose results section is rewritten "
-        "(bench/README.md; tpch: README.md in --out)",
-    )
-    args = parser.parse_args(argv)
-    if args.steady < 0:
-        parser.error("--steady: a number of rounds, 0 for none")
-    tpch = args.workload == "tpch"
-    if args.out is None:
-        args.out = BENCH_DIR / "results" / "tpch" if tpch else BENCH_DIR / "results"
-    if args.workdir is None:
-        args.workdir = BENCH_DIR / (".work-tpch" if tpch else ".work")
-    if args.readme is None:
-        args.readme = args.out / "README.md" if tpch else BENCH_DIR / "README.md"
-    return args
-
-
-# ------------------------------------------------------------------------------------------------
-# dbt
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ModelTiming:
-    """One model in one `dbt run`."""
-
-    seconds: float
-    status: str
-    message: str
-    steps: list[tuple[str, float]] = field(default_factory=list)
-
-
-@dataclass
-class Invocation:
-    """One `dbt run`: wall time and per-model times."""
-
-    wall: float
-    models: dict[str, ModelTiming]
-    load_average: float  # the machine's 1-minute load average when it started
-
-    @property
-    def overhead(self) -> float:
-        """Wall time outside the models (dbt start-up, parsing, run results)."""
-        return self.wall - sum(m.seconds for m in self.models.values())
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "wall": self.wall,
-            "overhead": self.overhead,
-            "load_average": self.load_average,
-            "models": {name: asdict(m) for name, m in self.models.items()},
-        }
-
-
-class Dbt:
-    """In-process dbt on the benchmark project, output under the work directory."""
-
-    def __init__(self, workdir: Path, project_dir: Path = PROJECT_DIR) -> None:
-        from dbt.cli.main import dbtRunner
-
-        self.workdir = workdir
-        self.project_dir = project_dir
-        self._steps: list[tuple[str, str, float]] = []
-        self.runner = dbtRunner(callbacks=[self._on_event])
-
-    def _on_event(self, event: Any) -> None:
-        match = STEP_LINE.search(str(getattr(event.info, "msg", "")))
-        if match:
-            self._steps.append((match["model"], match["label"], float(match["seconds"])))
-
-    def invoke(self, *args: str) -> dbtRunnerResult:
-        res = self.runner.invoke(
-            [
-                *args,
-                "--project-dir",
-                str(self.project_dir),
-                "--profiles-dir",
-                str(PROJECT_DIR),
-                "--target-path",
-                str(self.workdir / "target"),
-                "--log-path",
-                str(self.workdir / "logs"),
-                "--quiet",
-            ]
-        )
-        if not res.success:
-            failed = [
-                f"{r.node.name}: {r.status}: {r.message}"
-                for r in getattr(res.result, "results", None) or []
-                if str(getattr(r.status, "value", r.status)) not in ("success", "pass")
-            ]
-            raise BenchError(
-                f"dbt {' '.join(args)} failed: {res.exception or '; '.join(failed)} "
-                f"(log: {self.workdir / 'logs' / 'dbt.log'})"
-            )
-        return res
-
-    def run(self, *args: str) -> Invocation:
-        """`dbt run ARGS`, timed; per-model execution times from dbt's run results."""
-        self._steps = []
-        load = os.getloadavg()[0]
-        start = time.perf_counter()
-        res = self.invoke("run", *args)
-        wall = time.perf_counter() - start
-        models: dict[str, ModelTiming] = {}
-        for r in res.result.results:
-            models[r.node.name] = ModelTiming(
-                seconds=float(r.execution_time),
-                status=str(getattr(r.status, "value", r.status)),
-                message=str(r.message or ""),
-                steps=[(label, s) for m, label, s in self._steps if m == r.node.name],
-            )
-        return Invocation(wall, models, load)
-
-
-# ------------------------------------------------------------------------------------------------
-# machine and versions
-# ------------------------------------------------------------------------------------------------
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _memory_gib() -> float:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 2**20, 1)
-    return 0.0
-
-
-def _git_commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_DIR,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "dbt", "macros"],
-            cwd=REPO_DIR,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}{' + uncommitted plugin changes' if dirty else ''}"
-
-
-def environment(spark: SparkSession) -> dict[str, Any]:
-    """Machine, versions and date of this run."""
-    jvm = spark.sparkContext._jvm
-    iceberg = "unknown"
-    with contextlib.suppress(Exception):
-        iceberg = str(jvm.org.apache.iceberg.IcebergBuild.version())
-    java = str(jvm.java.lang.System.getProperty("java.version")) if jvm is not None else "unknown"
-    versions = {"python": platform.python_version(), "java": java, "spark": spark.version}
-    versions["iceberg"] = iceberg
-    for package in ("dbt-core", "dbt-spark", "dbt-spark-ivm", "sqlglot", "pyspark"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[package] = metadata.version(package)
-    versions["plugin_commit"] = _git_commit()
-    return {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpu": _cpu_model(),
-            "cores": os.cpu_count(),
-            "memory_gib": _memory_gib(),
-            "os": platform.platform(),
-            "spark_master": spark.conf.get("spark.master", "?"),
-            "driver_memory": spark.conf.get("spark.driver.memory", "?"),
-        },
-        "versions": versions,
-    }
 
 
 # ------------------------------------------------------------------------------------------------
 # the benchmark
 # ------------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _environment_variables(values: dict[str, str]) -> Iterator[None]:
-    """Set environment variables for the block (the profile reads them), then restore them."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 class Benchmark:
@@ -724,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.results["command"] = command
     started = time.perf_counter()
     status = 0
-    with _environment_variables(variables):
+    with environment_variables(variables):
         try:
             bench.run()
             bench.results["status"] = "ok"

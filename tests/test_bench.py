@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from bench import checks, datagen, report
 from bench import run as bench_run
+from bench.report import figures, plots
 from dbt.adapters.spark_ivm.compiler.sql.layout import METADATA_VERSIONS
 
 MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
@@ -124,7 +125,7 @@ def test_plots_and_markdown(tiny_run: tuple[dict[str, Any], Path, Path]) -> None
     assert "`--base-write-mode merge-on-read`" in text
     assert "`ivm_refresh=incremental`" in text
     assert "### Where a refresh spends its time" in text
-    columns = len(report.PHASES) + 1  # the phases and dbt
+    columns = len(figures.PHASES) + 1  # the phases and dbt
     for model in MODELS:
         assert re.search(rf"^\| {model} \| 1\.0%( \| [0-9.]+){{{columns}}} \|$", text, re.MULTILINE)
 
@@ -177,10 +178,10 @@ def test_merge_on_read_base_tables_and_steady_state(
         assert len(row["seconds"]) == STEADY_ROUNDS and row["first"] > 0 and row["last"] > 0
         assert row["ratio"] == pytest.approx(row["last"] / row["first"])
         assert len(row["delete_files"]["per_round"]) == STEADY_ROUNDS
-    data = (out / report.STEADY_PLOT).read_bytes()
+    data = (out / plots.STEADY_PLOT).read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 10_000
     text = readme.read_text()
-    assert "### Steady state, SF 0.01" in text and report.STEADY_PLOT in text
+    assert "### Steady state, SF 0.01" in text and plots.STEADY_PLOT in text
     for model in MODELS:
         assert re.search(
             rf"^\| {model} \| [0-9.]+ \| [0-9.]+ \| [0-9.]+x( \| [0-9]+ / [0-9]+){{4}} \|$",
@@ -234,7 +235,7 @@ def test_steady_state_target(tiny_run: tuple[dict[str, Any], Path, Path]) -> Non
     results = copy.deepcopy(tiny_run[0])
     summary = _repeated_steady(results, 25, slower_from=16)
     steady = summary["steady"]
-    assert steady["rounds"] == 25 and steady["window"] == report.STEADY_WINDOW
+    assert steady["rounds"] == 25 and steady["window"] == figures.STEADY_WINDOW
     assert steady["models"]["nation_revenue"]["ratio"] == pytest.approx(2.0)
     assert steady["models"]["pricing_summary"]["ratio"] == pytest.approx(1.0)
     assert steady["checks"] == {"run": 3 * len(MODELS), "passed": 3 * len(MODELS)}

@@ -1,7 +1,7 @@
 """Every docstring example of the plugin runs: a rule's tiny example is part of the suite.
 
 Each module of `dbt.adapters.spark_ivm` (and the tests' own `support.plan_probe` and
-`ivm_harness.datagen`) is one item; a module without examples passes trivially, one whose
+`ivm_harness.datagen`, the benchmark's `bench.report.figures`) is one item; a module without examples passes trivially, one whose
 example no longer holds fails with doctest's report. No Spark: the examples are compiler
 rules on sqlglot trees.
 """
@@ -31,7 +31,9 @@ def test_the_package_has_examples():
     assert found >= 15
 
 
-@pytest.mark.parametrize("name", [*MODULES, "support.plan_probe", "ivm_harness.datagen"])
+@pytest.mark.parametrize(
+    "name", [*MODULES, "support.plan_probe", "ivm_harness.datagen", "bench.report.figures"]
+)
 def test_examples_hold(name: str):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)

@@ -1,0 +1,359 @@
+"""A benchmark run's figures: medians per model and fraction, phases, steady state, targets.
+
+Pure functions over the `results.json` that bench/run.py writes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: Issue 11's targets, by the main scale factor (reported, never asserted):
+#: every model at least this much faster than its rebuild at this change fraction,
+MIN_RATIO = {1.0: (0.001, 1.5)}
+#: every model's refresh at most this many seconds at this change fraction,
+MAX_SECONDS = {10.0: (0.001, 2.0)}
+#: every model faster than its rebuild at this change fraction.
+FASTER_AT = {10.0: 0.01}
+NO_CHANGE_TARGET = 0.3  # seconds per model
+GROWTH_TARGET = 1.3  # ivm time at 0.1 % at the largest SF / at the smallest
+#: Steady state: the median refresh of the last STEADY_WINDOW rounds at most STEADY_TARGET
+#: times that of the first STEADY_WINDOW (the target is reported from 2 x STEADY_WINDOW rounds);
+#: a soak of SOAK_ROUNDS or more compares the first and last SOAK_WINDOW.
+STEADY_WINDOW = 10
+SOAK_ROUNDS = 200
+SOAK_WINDOW = 100
+STEADY_TARGET = 1.2
+#: The state table's file counts recorded after every steady-state refresh (metadata files:
+#: the `*.metadata.json` in its folder, absent from runs before they were counted).
+STATE_COUNTS = ("data_files", "delete_files", "snapshots", "metadata_files")
+
+
+def steady_window(rounds: int) -> int:
+    """How many rounds at each end a steady state compares.
+
+    >>> steady_window(50), steady_window(1000), steady_window(5)
+    (10, 100, 5)
+    """
+    window = SOAK_WINDOW if rounds >= SOAK_ROUNDS else STEADY_WINDOW
+    return min(window, rounds)
+
+
+def workload(results: dict[str, Any]) -> str:
+    """`star` (bench/datagen.py's tables, four models; runs before the option) or `tpch`."""
+    return str(results.get("workload") or results["settings"].get("workload") or "star")
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _ratio(full: float | None, ivm: float | None) -> float | None:
+    return full / ivm if full is not None and ivm else None
+
+
+def _model_times(rounds: Sequence[dict[str, Any]], side: str, model: str) -> list[float]:
+    name = model if side == "ivm" else f"{model}_full"
+    return [r[side]["models"][name]["seconds"] for r in rounds if name in r[side]["models"]]
+
+
+def _by_fraction(run: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    fractions = sorted({r["fraction"] for r in run["rounds"]})
+    rows = []
+    for f in fractions:
+        rounds = [r for r in run["rounds"] if r["fraction"] == f]
+        ivm = _model_times(rounds, "ivm", model)
+        full = _model_times(rounds, "full", model)
+        messages = [
+            r["ivm"]["models"][model]["message"] for r in rounds if model in r["ivm"]["models"]
+        ]
+        rows.append(
+            {
+                "fraction": f,
+                # refreshes `ivm_refresh=auto` (or `full`) ran as rebuilds in place
+                "rebuilt": sum(1 for m in messages if m.startswith(REBUILT_IN_PLACE)),
+                "refreshes": len(messages),
+                "ivm": ivm,
+                "full": full,
+                "ivm_median": _median(ivm),
+                "full_median": _median(full),
+                "ratio": _ratio(_median(full), _median(ivm)),
+            }
+        )
+    return rows
+
+
+#: How the message of a refresh that its policy ran as a rebuild starts (`cost.py`).
+REBUILT_IN_PLACE = "rebuilt in place"
+
+#: Refresh statements (the plugin's DBT_SPARK_IVM_TIMINGS labels) grouped by what they do.
+PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "plan",
+        ("properties", "describe", "describe query", "describe args", "meta", "sizes", "views"),
+    ),
+    ("pin", ("refresh", "snapshot", "metadata", "upstream")),
+    ("capture", ("changelog", "touched files", "stage files", "log", "count", "snapshot diff")),
+    ("key ranges", ("key ranges",)),
+    ("delta", ("render", "keys", "bracket", "delta", "stats")),
+    ("recompute", ("recompute",)),
+    ("commit", ("commit",)),
+    ("upkeep", ("upkeep", "compact", "expire")),
+    ("cleanup", ("drop scratch",)),
+)
+#: The rest of a model's execution time: dbt's materialization around the refresh.
+DBT_PHASE = "dbt"
+
+
+def _phase_of(label: str) -> str:
+    # An auxiliary state's statements ("aux <label>") and a sub-query state's ("s<i> <label>")
+    # count in the phase of their label.
+    label = label.removeprefix("aux ")
+    first, _, rest = label.partition(" ")
+    if rest and first[:1] == "s" and first[1:].isdigit():
+        label = rest
+    head = "log" if label.startswith("log ") else label
+    return next((name for name, labels in PHASES if head in labels), "other")
+
+
+def phase_times(model: dict[str, Any]) -> dict[str, float]:
+    """One model's refresh time split into PHASES (+ `dbt`: execution time outside them)."""
+    out = {name: 0.0 for name, _ in PHASES}
+    for label, seconds in model.get("steps", []):
+        phase = _phase_of(label)
+        out[phase] = out.get(phase, 0.0) + seconds
+    out[DBT_PHASE] = max(0.0, model["seconds"] - sum(out.values()))
+    return out
+
+
+def _phases(run: dict[str, Any], models: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
+    """Median seconds per phase, per change fraction and model."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for f in sorted({r["fraction"] for r in run["rounds"]}):
+        rounds = [r for r in run["rounds"] if r["fraction"] == f]
+        per_model: dict[str, dict[str, float]] = {}
+        for m in models:
+            split = [phase_times(r["ivm"]["models"][m]) for r in rounds if m in r["ivm"]["models"]]
+            if split:
+                per_model[m] = {k: _median([x.get(k, 0.0) for x in split]) for k in split[0]}
+        out[f"{f:g}"] = per_model
+    return out
+
+
+def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any] | None:
+    """The steady-state rounds of `run` (None: there were none): per model the median refresh
+    of the first and of the last STEADY_WINDOW rounds, and the state table's file counts."""
+    steady = run.get("steady") or {}
+    rounds = steady.get("rounds") or []
+    if not rounds:
+        return None
+    window = steady_window(len(rounds))
+    per_model: dict[str, dict[str, Any]] = {}
+    for m in models:
+        times = _model_times(rounds, "ivm", m)
+        first, last = _median(times[:window]), _median(times[-window:])
+        row: dict[str, Any] = {
+            "seconds": times,
+            "first": first,
+            "last": last,
+            "ratio": _ratio(last, first),
+        }
+        for key in STATE_COUNTS:
+            counts = [
+                r["state"][m][key]
+                for r in rounds
+                if r.get("state", {}).get(m, {}).get(key) is not None
+            ]
+            row[key] = {
+                "max": max(counts, default=None),
+                "last": counts[-1] if counts else None,
+                "per_round": counts,
+            }
+        per_model[m] = row
+    checks = [c for r in rounds for c in r["checks"]]
+    return {
+        "sf": run["sf"],
+        "fraction": steady["fraction"],
+        "rounds": len(rounds),
+        "window": window,
+        "models": per_model,
+        "checks": {"run": len(checks), "passed": sum(1 for c in checks if c["ok"])},
+        "base_delete_files": {
+            c["table"]: c.get("delete_files_after") for c in rounds[-1]["changes"]
+        },
+    }
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """Medians per model and fraction, no-change times, the scale series, checks, targets."""
+    settings, models = results["settings"], results["models"]
+    runs = results["runs"]
+    main = next(r for r in runs if r["sf"] == settings["sf"])
+    scale_fraction = settings["scale_fraction"]
+    by_fraction = {m: _by_fraction(main, m) for m in models}
+    no_change = {
+        m: _median([inv["models"][m]["seconds"] for inv in main["no_change"]]) for m in models
+    }
+    by_scale: dict[str, list[dict[str, Any]]] = {m: [] for m in models}
+    for run in sorted(runs, key=lambda r: r["sf"]):
+        for m in models:
+            row = next((x for x in _by_fraction(run, m) if x["fraction"] == scale_fraction), None)
+            if row is not None:
+                by_scale[m].append({"sf": run["sf"], **row})
+
+    def steady_rounds(run: dict[str, Any]) -> list[dict[str, Any]]:
+        return (run.get("steady") or {}).get("rounds") or []
+
+    all_checks = [
+        c
+        for run in runs
+        for c in [
+            *run["build"]["checks"],
+            *(
+                c
+                for r in [*run.get("warmup", []), *run["rounds"], *steady_rounds(run)]
+                for c in r["checks"]
+            ),
+        ]
+    ]
+    loads = [
+        r[side]["load_average"]
+        for run in runs
+        for r in [*run["rounds"], *steady_rounds(run)]
+        for side in ("ivm", "full")
+        if r.get(side) and "load_average" in r[side]
+    ]
+    rebuilt = [
+        f"SF {run['sf']:g} {r['fraction']:.1%} rep {r['rep'] + 1}: {name}"
+        for run in runs
+        for r in run["rounds"]
+        for name, m in r["ivm"]["models"].items()
+        if m["message"].startswith("built")
+    ] + [
+        f"SF {run['sf']:g} steady state round {r['round']}: {name}"
+        for run in runs
+        for r in steady_rounds(run)
+        for name, m in r["ivm"]["models"].items()
+        if m["message"].startswith("built")
+    ]
+    summary = {
+        "sf": settings["sf"],
+        "by_fraction": by_fraction,
+        "phases": _phases(main, models),
+        "no_change": no_change,
+        "no_change_overhead": _median([inv["overhead"] for inv in main["no_change"]]),
+        "by_scale": by_scale,
+        "builds": {
+            f"{run['sf']:g}": {
+                m: {
+                    "ivm": run["build"]["ivm"]["models"][m]["seconds"],
+                    "full": run["build"]["full"]["models"][f"{m}_full"]["seconds"],
+                }
+                for m in models
+            }
+            for run in runs
+        },
+        "checks": {"run": len(all_checks), "passed": sum(1 for c in all_checks if c["ok"])},
+        "rebuilt_during_refresh": rebuilt,
+        "load_average": {"median": _median(loads), "max": max(loads, default=None)},
+        "steady": steady_summary(main, models),
+    }
+    # issue 11's targets are the star models'; the TPC-H run reports its figures only
+    summary["targets"] = targets(summary, settings) if workload(results) == "star" else []
+    return summary
+
+
+def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets with what was measured (reported, never asserted)."""
+    found: list[dict[str, Any]] = []
+    sf, fraction = settings["sf"], settings["scale_fraction"]
+
+    # (change fraction, figure, target, measured, met) for every model at this SF
+    checks: list[tuple[float, str, str, Callable[[dict], str], Callable[[dict], bool]]] = []
+    if sf in MIN_RATIO:
+        wanted, ratio = MIN_RATIO[sf]
+        checks.append(
+            (
+                wanted,
+                "ratio",
+                f"ivm >= {ratio:g}x faster than full at SF {sf:g}, {wanted:.1%} changed",
+                lambda row: ratio_text(row["ratio"]),
+                lambda row: row["ratio"] >= ratio,
+            )
+        )
+    if sf in MAX_SECONDS:
+        wanted, seconds = MAX_SECONDS[sf]
+        checks.append(
+            (
+                wanted,
+                "ivm_median",
+                f"ivm refresh <= {seconds:g} s at SF {sf:g}, {wanted:.1%} changed",
+                lambda row: f"{row['ivm_median']:.2f} s (full / ivm: {ratio_text(row['ratio'])})",
+                lambda row: row["ivm_median"] <= seconds,
+            )
+        )
+    if sf in FASTER_AT:
+        checks.append(
+            (
+                FASTER_AT[sf],
+                "ratio",
+                f"ivm faster than full at SF {sf:g}, {FASTER_AT[sf]:.1%} changed",
+                lambda row: ratio_text(row["ratio"]),
+                lambda row: row["ratio"] > 1,
+            )
+        )
+    for model, rows in summary["by_fraction"].items():
+        for wanted, figure, target, measured, met in checks:
+            row = next((x for x in rows if x["fraction"] == wanted), None)
+            if row is not None and row[figure] is not None:
+                found.append(
+                    {"target": f"{model}: {target}", "measured": measured(row), "met": met(row)}
+                )
+    worst = max(((s, m) for m, s in summary["no_change"].items() if s is not None), default=None)
+    if worst is not None:
+        found.append(
+            {
+                "target": f"no-change refresh <= {NO_CHANGE_TARGET:g} s per model "
+                "(beyond dbt's start-up)",
+                "measured": f"{worst[0]:.2f} s (slowest: {worst[1]})",
+                "met": worst[0] <= NO_CHANGE_TARGET,
+            }
+        )
+    for model, rows in summary["by_scale"].items():
+        if len(rows) > 1 and rows[0]["ivm_median"]:
+            growth = rows[-1]["ivm_median"] / rows[0]["ivm_median"]
+            found.append(
+                {
+                    "target": f"{model}: ivm refresh at {fraction:.1%} grows <= "
+                    f"{GROWTH_TARGET:g}x from SF {rows[0]['sf']:g} to SF {rows[-1]['sf']:g}",
+                    "measured": ratio_text(growth),
+                    "met": growth <= GROWTH_TARGET,
+                }
+            )
+    steady = summary.get("steady")
+    if steady and steady["rounds"] >= 2 * steady["window"]:
+        window = steady["window"]
+        for model, row in steady["models"].items():
+            if row["ratio"] is not None:
+                found.append(
+                    {
+                        "target": f"{model}: steady state, median refresh of the last "
+                        f"{window} of {steady['rounds']} rounds within "
+                        f"{STEADY_TARGET:g}x of the first {window}",
+                        "measured": ratio_text(row["ratio"]),
+                        "met": row["ratio"] <= STEADY_TARGET,
+                    }
+                )
+    return found
+
+
+def ratio_text(value: float | None) -> str:
+    """`12x`, `1.5x`, `0.42x`: a ratio at the precision its size needs.
+
+    >>> ratio_text(12.3), ratio_text(1.54), ratio_text(0.421), ratio_text(None)
+    ('12x', '1.5x', '0.42x', '-')
+    """
+    if value is None:
+        return "-"
+    return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"
