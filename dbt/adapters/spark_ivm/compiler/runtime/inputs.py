@@ -63,7 +63,7 @@ def stale_upstreams(
     for state in states:
         try:
             rows = executor.fetch(state_table.meta_sql(state))
-            marks = upstream.watermarks(rows[0][0] if rows else None)
+            marks = upstream.in_catalog_of(state, upstream.watermarks(rows[0][0] if rows else None))
             heads = heads_of(sorted(marks))
         except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
             continue

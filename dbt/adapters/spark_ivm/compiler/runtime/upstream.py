@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from dbt.adapters.spark_ivm.compiler.relations import STATE_SUFFIX
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+from dbt.adapters.spark_ivm.compiler.sql.templates import catalog_of
 
 
 def states(relations: Iterable[str]) -> list[str]:
@@ -34,6 +35,22 @@ def watermarks(meta: str | None) -> dict[str, int | None]:
     """
     found = StateMeta.parse(meta or "", view_sql_hash=None)
     return {} if found is None else found.watermarks
+
+
+def in_catalog_of(state: str, marks: Mapping[str, int | None]) -> dict[str, int | None]:
+    """The watermarks of `state` named as this run names relations: a state of another
+    catalog (`cat.db.t__ivm_state`) wrote its inputs' two-part names as resolved in that
+    catalog, its own current one.
+
+    >>> in_catalog_of("files.db.up__ivm_state", {"db.t": 1, "lake.s.u": 2})
+    {'files.db.t': 1, 'lake.s.u': 2}
+    >>> in_catalog_of("db.up__ivm_state", {"db.t": 1})
+    {'db.t': 1}
+    """
+    catalog, _ = catalog_of(state)
+    if catalog is None:
+        return dict(marks)
+    return {(r if catalog_of(r)[0] else f"{catalog}.{r}"): seen for r, seen in marks.items()}
 
 
 def behind(marks: Mapping[str, int | None], current: Mapping[str, int | None]) -> list[str]:
