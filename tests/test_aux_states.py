@@ -1,11 +1,12 @@
 """Auxiliary join states (issue 11, item 2): a dimension change joins A, not the facts.
 
 A model `agg(lines ⋈ ords ⋈ custs)` with `ivm_aux_states='always'` is kept as A = lines ⋈
-ords pre-aggregated by (o.cust, o.status) and the model over A ⋈ custs (`compiler/optimize/aux_state.py`,
-`compiler/runtime/chain.py`). Scripted changes on the dimension, on the facts and on both; a failure
-between A's commit and the model's; switching the setting off and on. After every run the
-relation must equal a fresh run of the model's SQL over the base tables, and the log line
-must say which plan ran.
+ords pre-aggregated by (o.cust, o.status) and the model over A ⋈ custs
+(`compiler/optimize/aux_state.py`, `compiler/runtime/chain.py`); a LEFT join (`custs LEFT
+JOIN ords`) keeps its preserved side as the dimension. Scripted changes on the dimension, on
+the facts and on both; a failure between A's commit and the model's; switching the setting
+off and on. After every run the relation must equal a fresh run of the model's SQL over the
+base tables, and the log line must say which plan ran.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ from {SCHEMA}.lines l join {SCHEMA}.ords o on l.ok = o.ok join {SCHEMA}.custs c 
 group by c.nation"""
 
 
+# A LEFT join keeps its preserved side as D: customers without orders, one padded row each,
+# count 1 in count(*) and 0 in count(o.ok); a condition on D alone stays in the ON, one on
+# the orders filters them before A groups them.
+OUTER = "aux_outer"
+OUTER_SELECT = f"""select c.nation, o.status, count(*) as n, count(o.ok) as n_orders,
+       sum(o.ok) as ok_sum, max(o.ok) as last_ok
+from {SCHEMA}.custs c
+left join {SCHEMA}.ords o on o.cust = c.cid and o.status <> 'X' and c.name <> 'zz'
+group by c.nation, o.status"""
+
+
 # 'auto' keeps an aux state when the largest fact table has 10x the dimension's rows: 13
 # lines against 1 tag at the build.
 AUTO = "aux_auto"
@@ -52,6 +64,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> SmallProject:
     _model(p, MODEL, SELECT, "always")
     _model(p, FLAT, REFUSED, "always")
     _model(p, AUTO, AUTO_SELECT, "auto")
+    _model(p, OUTER, OUTER_SELECT, "always")
     p.start_spark()
     p.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     for name, columns in (
@@ -71,6 +84,8 @@ def _check(p: SmallProject, context: str, aux: bool = True) -> str:
     assert_equal_to_sql(p, f"{SCHEMA}.{MODEL}", SELECT, context)
     assert_equal_to_sql(p, f"{SCHEMA}.{FLAT}", REFUSED, context)
     assert_equal_to_sql(p, f"{SCHEMA}.{AUTO}", AUTO_SELECT, context)
+    assert_equal_to_sql(p, f"{SCHEMA}.{OUTER}", OUTER_SELECT, context)
+    assert "aux state" in messages[OUTER], f"{context}: {messages[OUTER]}"
     assert ("aux state" in message) is aux, f"{context}: {message}"
     assert "aux state" not in messages[FLAT], f"{context}: {messages[FLAT]}"
     return message
@@ -86,7 +101,8 @@ def test_aux_state_follows_dimension_and_fact_changes(
     )
     p.sql(
         f"INSERT INTO {SCHEMA}.ords VALUES (100, 1, 'O'), (101, 1, 'F'), (102, 2, 'O'), "
-        "(103, 3, 'O'), (104, 4, NULL), (105, 5, 'O'), (106, NULL, 'O'), (107, 9, 'O')"
+        "(103, 3, 'O'), (104, 4, NULL), (105, 5, 'O'), (106, NULL, 'O'), (107, 9, 'O'), "
+        "(110, 2, 'X')"
     )
     p.sql(
         f"INSERT INTO {SCHEMA}.lines VALUES (100, 10.00, 1), (100, 20.00, 2), (100, 20.00, 2), "
@@ -115,6 +131,7 @@ def test_aux_state_follows_dimension_and_fact_changes(
     # the group's maximum among them.
     p.sql(f"UPDATE {SCHEMA}.ords SET status = 'F' WHERE ok = 100")
     p.sql(f"UPDATE {SCHEMA}.ords SET cust = 2 WHERE ok = 107")
+    p.sql(f"UPDATE {SCHEMA}.ords SET status = 'X' WHERE ok = 102")  # leaves the LEFT join's ON
     p.sql(f"DELETE FROM {SCHEMA}.lines WHERE price = 99.99 OR ok = 104")
     p.sql(f"INSERT INTO {SCHEMA}.lines VALUES (101, 55.00, 2), (106, 1.00, NULL), (107, NULL, 3)")
     _check(p, "fact changes")

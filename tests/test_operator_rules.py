@@ -10,10 +10,15 @@ each module implements, so a change to one shows here first:
   count 0 and inserts new groups; an ungrouped one (a single row) only updates;
 * the window commit (`operators/window.py`): affected partitions deleted, recomputed rows
   inserted, the metadata row updated, in one MERGE;
-* top-k (`operators/top_k.py`): the state keeps the unlimited result, the view limits it.
+* top-k (`operators/top_k.py`): the state keeps the unlimited result, the view limits it;
+* the auxiliary split (`optimize/aux_state.py`): Agg(F ⋈ D) = Agg'(A ⋈ D) with A the facts
+  pre-aggregated by their join key; for `D LEFT JOIN F` the padded row of a D row without
+  facts counts 1 in count(*) and 0 in count(x).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from support.delta_sql import planned, renderer_for
@@ -23,6 +28,7 @@ from dbt.adapters.spark_ivm.compiler.operators import state_merge, top_k, window
 from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, OLD, Prefix
 from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
 from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaWrite
+from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 
 SCHEMAS = {
     "s.a": [("k", "int"), ("x", "int")],
@@ -136,3 +142,51 @@ def test_top_k_keeps_the_unlimited_result_and_limits_the_view():
 def test_top_k_over_an_expression_outside_the_result_is_refused_by_name():
     with pytest.raises(UnsupportedQueryError, match="not a result column"):
         top_k.split("select k from a order by x + 1 limit 3", "m")
+
+
+OUTER_SCHEMAS = {
+    "s.cust": [("id", "int"), ("name", "string")],
+    "s.ords": [("ok", "int"), ("cust", "int"), ("status", "string"), ("qty", "int")],
+}
+
+
+def _split(text: str) -> aux_state.AuxSplit:
+    p = planned(text, OUTER_SCHEMAS)
+    # the argument types of the aggregates, as Spark reports them (sum needs an exact type)
+    typed = dataclasses.replace(p, arg_types=["int"] * len(p.query.aggregates))
+    found = aux_state.split(typed)
+    assert isinstance(found, aux_state.AuxSplit), found
+    return found
+
+
+def test_a_left_join_keeps_its_preserved_side_as_the_dimension():
+    found = _split(
+        "select c.id, o.status, count(*) n, count(o.qty) q, sum(o.qty) s from cust c "
+        "left join ords o on o.cust = c.id and o.status <> 'X' and c.name <> 'z' "
+        "group by c.id, o.status"
+    )
+    assert (found.dimension, found.facts) == ("s.cust", ("s.ords",))
+    assert found.aux_sql == (
+        "SELECT o.cust AS aux_j0, o.status AS aux_g0, COUNT(*) AS aux_x0, COUNT(o.qty) AS aux_x1, "
+        "SUM(o.qty) AS aux_x2 FROM `s`.`ords` AS `o` WHERE o.status <> 'X' "
+        "GROUP BY o.cust, o.status"
+    )
+    assert found.top_sql("SELECT * FROM a_state") == (
+        "SELECT c.id AS `c0`, `__ivm_aux`.`aux_g0` AS `c1`, "
+        "SUM(COALESCE(`__ivm_aux`.`aux_x0`, 1)) AS `c2`, "
+        "COALESCE(SUM(`__ivm_aux`.`aux_x1`), 0) AS `c3`, "
+        "CAST(SUM(`__ivm_aux`.`aux_x2`) AS BIGINT) AS `c4` "
+        "FROM `s`.`cust` AS `c` LEFT JOIN (SELECT * FROM a_state) AS __ivm_aux "
+        "ON `__ivm_aux`.`aux_j0` = c.id AND c.name <> 'z' GROUP BY c.id, `__ivm_aux`.`aux_g0`"
+    )
+
+
+def test_a_left_join_with_a_where_on_its_padded_side_keeps_the_flat_plan():
+    p = planned(
+        "select c.id, count(*) n from cust c left join ords o on o.cust = c.id "
+        "where o.qty is null or o.qty > 1 group by c.id",
+        OUTER_SCHEMAS,
+    )
+    found = aux_state.split(p)
+    assert not isinstance(found, aux_state.AuxSplit)
+    assert "WHERE condition on the padded side" in str(found)

@@ -446,6 +446,21 @@ FAMILIES: list[Family] = [
         config={"ivm_aux_states": "always"},
     ),
     Family(
+        # the preserved side as the dimension: customers without orders count one padded row
+        "left_join_agg_aux",
+        (CUSTOMERS, ORDERS),
+        """
+        select c.nation, o.status, count(*) as n, count(o.qty) as n_qty, sum(o.qty) as qty,
+               min(o.weight) as min_weight, max(o.amount) as biggest
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o
+          on o.cust = c.cid and (o.amount > 0 or o.amount is null) and c.segment <> 'b'
+        where c.credit > 10 or c.credit is null
+        group by c.nation, o.status
+        """,
+        config={"ivm_aux_states": "always"},
+    ),
+    Family(
         "join3_agg_aux",
         (ORDERS, CUSTOMERS, NATIONS),
         """

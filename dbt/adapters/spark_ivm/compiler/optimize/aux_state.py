@@ -26,10 +26,25 @@ Example: revenue per (customer nation, order status) over lineitem â‹ˆ orders â‹
           from A a join customers c on a.aux_j0 = c.c_custkey
           group by c.c_nationkey, a.aux_g0
 
+An outer join keeps its preserved side as D: for `D LEFT JOIN F ON d = F.j` the model
+becomes `Agg''_g( D LEFT JOIN A ON d = A.j )` with A as above over F (F's own ON conditions
+filter F before it is grouped, as they filter it before the join), and a D row without
+facts, one padded row in the model, meets no row of A either. Its partial aggregates combine
+as the padded row counts: count(*) -> sum(coalesce(A.count, 1)), count(x) ->
+coalesce(sum(A.count_x), 0), sum, min and max as above (NULL over the padded row). A WHERE
+condition on F would reject the padded rows, which the front end already turned into an
+inner join; a remaining one is refused. Example, orders per customer:
+    A   = select o.o_custkey as aux_j0, count(o.o_orderkey) as aux_x0
+          from orders o group by o.o_custkey
+    top = select c.c_custkey, coalesce(sum(a.aux_x0), 0) as order_count
+          from customers c left join A a on a.aux_j0 = c.c_custkey
+          group by c.c_custkey
+
 Only exact rewrites are made: sums of integral types (Spark's wrap-around is associative) and
 of decimals whose result type is not capped at 38 digits (a partial sum cannot overflow where
-the whole one does not); no avg, DISTINCT or non-decomposable aggregate, no outer join, no
-condition mixing D and the facts other than an equality. Anything else keeps the flat plan.
+the whole one does not); no avg, DISTINCT or non-decomposable aggregate, no outer join but
+one LEFT join of two inputs, no condition mixing D and the facts other than an equality.
+Anything else keeps the flat plan.
 """
 
 from __future__ import annotations
@@ -46,6 +61,8 @@ from dbt.adapters.spark_ivm.compiler.sql.templates import aliases, col, conj, co
 
 #: Alias of the auxiliary state in the model's rewritten query.
 AUX_ALIAS = "__ivm_aux"
+#: The table that stands for A in the model's rewritten query until A's SELECT is known.
+_PLACEHOLDER = "__ivm_aux_placeholder"
 _INTEGRAL = {"tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long"}
 #: How a partial aggregate of A combines into the model's aggregate.
 _COMBINE = {
@@ -66,12 +83,13 @@ class AuxSplit:
     facts: tuple[str, ...]  # the facts' relations
     join_keys: tuple[str, ...]  # the facts' side of D's join equalities, as written
     group_keys: tuple[str, ...]  # the group keys over the facts only, as written
-    top: exp.Select  # the model over A JOIN D; its FROM is a placeholder for A
+    top: exp.Select  # the model over A JOIN D, A a placeholder table
 
     def top_sql(self, aux_from: str) -> str:
         """The model's query with A read from `aux_from` (a SELECT of A's columns)."""
         node = self.top.copy()
-        node.args["from_"].this.replace(
+        placeholder = next(t for t in node.find_all(exp.Table) if t.name == _PLACEHOLDER)
+        placeholder.replace(
             exp.alias_(exp.Subquery(this=exp.maybe_parse(aux_from, dialect="spark")), AUX_ALIAS)
         )
         return sql(node)
@@ -102,31 +120,39 @@ def split(plan: Plan) -> AuxSplit | Refusal:
     query = plan.query
     if not query.is_aggregate or query.distinct:
         return Refusal("not an aggregate")
-    if len(query.inputs) < 2 or any(s.kind is not JoinKind.INNER for s in query.steps):
-        return Refusal("not an aggregate over inner joins")
+    kinds = {s.kind for s in query.steps}
+    outer = len(query.inputs) == 2 and kinds == {JoinKind.LEFT}
+    if len(query.inputs) < 2 or not (outer or kinds == {JoinKind.INNER}):
+        return Refusal("not an aggregate over inner joins or one LEFT join")
     if query.weights:
         # its SQL would read the state table, not the repeated rows of its view
         return Refusal("an input is a state of repeated rows")
-    dim = query.inputs[-1]
-    facts = query.inputs[:-1]
+    # D: the last input of inner joins, the preserved side of a LEFT join
+    dim = query.inputs[0] if outer else query.inputs[-1]
+    facts = query.inputs[1:] if outer else query.inputs[:-1]
     fact_aliases = {f.alias for f in facts}
     if dim.relation in {f.relation for f in facts}:
         return Refusal(f"{dim.relation} is also a fact input")
 
     fact_where: list[exp.Expression] = []
     dim_where: list[exp.Expression] = []
+    dim_on: list[exp.Expression] = []  # a LEFT join's conditions on D alone stay in its ON
     fact_keys: list[exp.Expression] = []
     dim_keys: list[exp.Expression] = []
-    for conjunct in [*conjuncts(query.steps[-1].on), *conjuncts(query.where)]:
+    on = conjuncts(query.steps[-1].on)
+    for conjunct in [*on, *conjuncts(query.where)]:
         if isinstance(conjunct, exp.Boolean) and conjunct.this is True:
             continue
         used = aliases(conjunct)
+        in_on = any(conjunct is c for c in on)
         if conjunct.find(exp.Subquery, exp.Exists):
             return Refusal("a sub-query in a condition")
+        if outer and not in_on and used & fact_aliases:
+            return Refusal(f"a WHERE condition on the padded side: {sql(conjunct)}")
         if used <= fact_aliases and used:
             fact_where.append(conjunct)
         elif used <= {dim.alias}:
-            dim_where.append(conjunct)
+            (dim_on if outer and in_on else dim_where).append(conjunct)
         elif isinstance(conjunct, exp.EQ):
             a, b = conjunct.this, conjunct.expression
             sa, sb = aliases(a), aliases(b)
@@ -167,10 +193,17 @@ def split(plan: Plan) -> AuxSplit | Refusal:
             return Refusal(f"the sum {sql(agg.call)} of {plan.arg_types[i]} is not exact in parts")
         name = f"aux_x{len(partials)}"
         partials.append(exp.alias_(agg.call.copy(), name))
-        combined: exp.Expression = exp.func(combine, col(name, AUX_ALIAS))
+        partial: exp.Expression = col(name, AUX_ALIAS)
+        if outer and agg.kind is AggKind.COUNT_STAR:
+            # the padded row of a D row without facts counts as one row
+            partial = exp.func("coalesce", partial, exp.Literal.number(1))
+        combined: exp.Expression = exp.func(combine, partial)
         if sum_type is not None:
             combined = exp.cast(combined, exp.DataType.build(sum_type, dialect="spark"))
-        if agg.kind in (AggKind.COUNT_STAR, AggKind.COUNT) and not query.group_by:
+        if agg.kind is AggKind.COUNT and outer:
+            # count(x) over the padded rows alone is 0; the sum of no partial counts is NULL
+            combined = exp.func("coalesce", combined, exp.Literal.number(0))
+        elif agg.kind in (AggKind.COUNT_STAR, AggKind.COUNT) and not query.group_by:
             # An ungrouped count over no rows is 0; the sum of no partial counts is NULL.
             combined = exp.func("coalesce", combined, exp.Literal.number(0))
         call_map[agg.call] = combined
@@ -209,22 +242,20 @@ def split(plan: Plan) -> AuxSplit | Refusal:
         exp.alias_(rewrite(o.this if isinstance(o, exp.Alias) else o), name, quoted=True)
         for o, name in zip(query.outputs, plan.output_names)
     ]
-    on = conj(
+    top_on = conj(
         [
             exp.EQ(this=col(f"aux_j{i}", AUX_ALIAS), expression=d.copy())
             for i, d in enumerate(dim_keys)
         ]
+        + [c.copy() for c in dim_on]
     )
-    top = (
-        exp.Select()
-        .select(*outputs)
-        .from_(table("__ivm_aux_placeholder"))
-        .join(
-            exp.alias_(table(dim.relation), dim.alias, table=True, quoted=True),
-            on=on,
-            join_type="inner",
-        )
-    )
+    dim_table = exp.alias_(table(dim.relation), dim.alias, table=True, quoted=True)
+    if outer:
+        top = exp.Select().select(*outputs).from_(dim_table)
+        top = top.join(table(_PLACEHOLDER), on=top_on, join_type="left")
+    else:
+        top = exp.Select().select(*outputs).from_(table(_PLACEHOLDER))
+        top = top.join(dim_table, on=top_on, join_type="inner")
     top_where = conj([c.copy() for c in dim_where])
     if top_where is not None:
         top = top.where(top_where)
