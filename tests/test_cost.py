@@ -50,6 +50,38 @@ def test_the_change_is_the_bytes_its_commits_added_and_removed() -> None:
     assert cost.input_bytes(bases) == 120
 
 
+def test_a_merge_on_read_change_counts_the_data_files_its_deletes_point_at() -> None:
+    """The version diff reads each data file a window's delete file points at, at both
+    versions: a delete in each of a table's files costs twice the table (TPC-H's RF2 on
+    merge-on-read line items, bench/results/2026-12-03-tpch-mor), one in one file of 100
+    costs twice that file."""
+
+    def deletes(files: int) -> TableMetadata:
+        return _table(
+            Snapshot(1, None, 0, "append", 10_000, 0, 10_000, data_files=100),
+            Snapshot(
+                2,
+                1,
+                files,
+                "overwrite",
+                files,
+                0,
+                10_000 + files,
+                added_delete_files=files,
+                data_files=100,
+            ),
+        )
+
+    spread = cost.changes({"db.t": deletes(100)}, {"db.t": 1}, {"db.t": 2})
+    one = cost.changes({"db.t": deletes(1)}, {"db.t": 1}, {"db.t": 2})
+    assert spread == [cost.Change("db.t", 100 + 2 * 10_100, 10_100)]
+    assert one == [cost.Change("db.t", 1 + 2 * 100, 10_001)]
+    # the build took 4 s: auto rebuilds the spread change, refreshes the one
+    built = [cost.Run("build", 0, 4.0, 0, 10_000)]
+    assert cost.weigh(cost.Policy.AUTO, built, spread, 10_100).rebuild
+    assert not cost.weigh(cost.Policy.AUTO, built, one, 10_001).rebuild
+
+
 def test_each_policy_picks_as_documented() -> None:
     runs = [cost.Run("build", 0, 2.0, 0, 1000), cost.Run("refresh", 1, 6.0, 20, 1000)]
     small, large = cost.estimate(runs, 5, 1000), cost.estimate(runs, 900, 1000)

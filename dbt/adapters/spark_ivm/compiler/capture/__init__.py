@@ -52,6 +52,33 @@ class Snapshot:
     added_bytes: int = 0
     removed_bytes: int = 0
     total_bytes: int = 0
+    # Delete files the commit added (equality ones apart) and the table's data files after
+    # it: which data files a version diff must read again (`touched_bytes`).
+    added_delete_files: int = 0
+    added_equality_deletes: int = 0
+    data_files: int = 0
+
+    @property
+    def touched_bytes(self) -> int:
+        """Bytes of the data files the commit's delete files point at, which the version
+        diff of a merge-on-read table reads at both versions (`touched_files.py`): one data
+        file a delete file (Iceberg's file-scoped position deletes and deletion vectors),
+        every data file for an equality delete, each of the average data file's size.
+
+        >>> three = Snapshot(2, 1, 3, "overwrite", 10, 0, 1000, added_delete_files=3, data_files=10)
+        >>> three.touched_bytes
+        300
+        >>> Snapshot(2, 1, 0, "overwrite", 10, 0, 1000, data_files=10).touched_bytes
+        0
+        """
+        if self.data_files <= 0:
+            return 0
+        files = (
+            self.data_files
+            if self.added_equality_deletes
+            else min(self.added_delete_files, self.data_files)
+        )
+        return self.total_bytes * files // self.data_files
 
 
 def lineage(

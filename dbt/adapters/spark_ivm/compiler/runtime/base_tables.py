@@ -125,6 +125,9 @@ def parse_metadata(location: str, lines: Iterable[Sequence]) -> TableMetadata:
             _size(summary, "added-files-size"),
             _size(summary, "removed-files-size"),
             _size(summary, "total-files-size"),
+            added_delete_files=_size(summary, "added-delete-files"),
+            added_equality_deletes=_size(summary, "added-equality-delete-files"),
+            data_files=_size(summary, "total-data-files"),
         )
     uuid = str(doc.get("table-uuid", ""))
     return TableMetadata(location, uuid, schema_id, columns, snapshots, schemas, snapshot_schemas)
