@@ -101,6 +101,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commit", ("commit",)),
     ("upkeep", ("upkeep", "compact", "expire")),
     ("cleanup", ("drop scratch",)),
+    ("rebuild", ("build state",)),  # a rebuild in place (`ivm_refresh` auto or full)
 )
 #: The rest of a model's execution time: dbt's materialization around the refresh.
 DBT_PHASE = "dbt"

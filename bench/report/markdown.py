@@ -112,7 +112,8 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
                 "changelog read and compacted into a cached log per changed table; key ranges "
                 "= the join keys the logs touch (pruning); delta = the view delta and its "
                 "counts (and the brackets of factored terms); recompute = MIN/MAX groups whose extreme was deleted; commit = the "
-                "one MERGE; dbt = the rest of the model's execution time (dbt's "
+                "one MERGE; rebuild = the new state's build of a refresh run as a rebuild in "
+                "place; dbt = the rest of the model's execution time (dbt's "
                 "materialization around the refresh)."
             ),
             "",
