@@ -80,6 +80,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="untimed change rounds before the first measurement (JIT, class loading)",
     )
     parser.add_argument(
+        "--rebuild-first",
+        action="store_true",
+        help="in each change round time the full rebuild before the ivm refresh (the "
+        "second reader of a change may find its files cached)",
+    )
+    parser.add_argument(
         "--rows-per-file",
         type=int,
         default=75_000,

@@ -243,12 +243,17 @@ class Benchmark:
         """Change every base table, time the refresh and the rebuild, check the models."""
         seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
         applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
+        if self.args.rebuild_first:
+            self.step(f"{label}: full rebuild")
+            full = self.rebuild()
+            self.say(self._describe("full rebuild", full))
         self.step(f"{label}: ivm refresh")
         ivm = self.refresh()
         self.say(self._describe("ivm refresh ", ivm))
-        self.step(f"{label}: full rebuild")
-        full = self.rebuild()
-        self.say(self._describe("full rebuild", full))
+        if not self.args.rebuild_first:
+            self.step(f"{label}: full rebuild")
+            full = self.rebuild()
+            self.say(self._describe("full rebuild", full))
         self.step(f"{label}: equality checks")
         found = self.check(label)
         rounds.append(
