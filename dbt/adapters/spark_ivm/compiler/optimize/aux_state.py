@@ -200,11 +200,10 @@ def split(plan: Plan) -> AuxSplit | Refusal:
         combined: exp.Expression = exp.func(combine, partial)
         if sum_type is not None:
             combined = exp.cast(combined, exp.DataType.build(sum_type, dialect="spark"))
-        if agg.kind is AggKind.COUNT and outer:
-            # count(x) over the padded rows alone is 0; the sum of no partial counts is NULL
-            combined = exp.func("coalesce", combined, exp.Literal.number(0))
-        elif agg.kind in (AggKind.COUNT_STAR, AggKind.COUNT) and not query.group_by:
-            # An ungrouped count over no rows is 0; the sum of no partial counts is NULL.
+        counts = agg.kind in (AggKind.COUNT_STAR, AggKind.COUNT)
+        if (counts and not query.group_by) or (outer and agg.kind is AggKind.COUNT):
+            # A count over no rows (ungrouped) or over padded rows alone (count(x) of a LEFT
+            # join) is 0; the sum of no partial counts is NULL.
             combined = exp.func("coalesce", combined, exp.Literal.number(0))
         call_map[agg.call] = combined
 
