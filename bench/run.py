@@ -243,17 +243,13 @@ class Benchmark:
         """Change every base table, time the refresh and the rebuild, check the models."""
         seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
         applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
-        if self.args.rebuild_first:
-            self.step(f"{label}: full rebuild")
-            full = self.rebuild()
-            self.say(self._describe("full rebuild", full))
-        self.step(f"{label}: ivm refresh")
-        ivm = self.refresh()
-        self.say(self._describe("ivm refresh ", ivm))
-        if not self.args.rebuild_first:
-            self.step(f"{label}: full rebuild")
-            full = self.rebuild()
-            self.say(self._describe("full rebuild", full))
+        sides = [("ivm refresh ", self.refresh), ("full rebuild", self.rebuild)]
+        timed: dict[str, Invocation] = {}
+        for what, run in reversed(sides) if self.args.rebuild_first else sides:
+            self.step(f"{label}: {what.strip()}")
+            timed[what] = run()
+            self.say(self._describe(what, timed[what]))
+        ivm, full = (timed[what] for what, _ in sides)
         self.step(f"{label}: equality checks")
         found = self.check(label)
         rounds.append(
