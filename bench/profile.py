@@ -149,6 +149,9 @@ class Recorder:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     models = [m for m in args.models.split(",") if m]
+    unknown = sorted(set(models) - set(MODELS))
+    if unknown:
+        sys.exit(f"--models: no benchmark model {', '.join(unknown)} (known: {', '.join(MODELS)})")
     # bench/run.py's own defaults (its workload, refresh policy, ...), then this tool's
     bench_args = parse_bench_args([])
     vars(bench_args).update(
@@ -200,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.say(bench._describe(f"round {number} refresh", inv) + f"; {jobs} Spark jobs")
             out = [f"# round {number}: SF {args.sf:g}, {args.fraction:.1%}, {args.pattern}\n"]
             out.append(f"Spark jobs of the refresh of {select}: {jobs}\n")
+            out += [f"    {n} job(s)  {text}" for text, n in _jobs_by_statement(spark, before)]
+            out.append("")
             for name, m in inv.models.items():
                 out.append(f"## {name}: {m.seconds:.2f} s\n\n{m.message}\n")
                 out += [f"    {s:7.3f}  {label}" for label, s in m.steps]
@@ -229,6 +234,39 @@ def _last_job(spark: Any) -> int:
     """The id of the newest Spark job (ids count up, one per job); -1 before any."""
     ids = list(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
     return max(ids, default=-1)
+
+
+def _jobs_by_statement(spark: Any, after: int) -> list[tuple[str, int]]:
+    """The SQL executions that ran jobs newer than job `after`, in order: the start of each
+    one's text and its number of jobs (Spark's SQL status store)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    found = []
+    for execution in _scala(store.executionsList()):
+        ids = [int(j) for j in _scala(execution.jobs().keys())]
+        newer = [j for j in ids if j > after]
+        if newer:
+            text = " ".join(str(execution.description()).split())
+            # the description of a DataFrame action is its call site: the plan's operators say more
+            plan = str(execution.physicalPlanDescription()).split("== Physical Plan ==")[-1]
+            operators = [
+                line.strip(" +-:*()0123456789").split(" ")[0]
+                for line in plan.splitlines()
+                if line.strip().startswith(
+                    ("+-", ":-", "*", "AdaptiveSparkPlan", "Append", "Write")
+                )
+                or (line and not line.startswith(" "))
+            ]
+            text += " | " + " ".join(o for o in operators[:14] if o)
+            found.append((min(newer), text[:300], len(newer)))
+    return [(text, n) for _, text, n in sorted(found)]
+
+
+def _scala(collection: Any) -> list[Any]:
+    """The elements of a Scala collection reached through py4j."""
+    it, out = collection.iterator(), []
+    while it.hasNext():
+        out.append(it.next())
+    return out
 
 
 def _no_change_markdown(runs: list[Any]) -> str:
