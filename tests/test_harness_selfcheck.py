@@ -6,7 +6,8 @@ Uses the harness's SQL connection (no extra start-up) and temporary views only.
 from __future__ import annotations
 
 import pytest
-from ivm_harness.runner import Harness, check_relation
+from ivm_harness.check import check_relation
+from ivm_harness.runner import Harness
 
 SQL = """
 select k, count(*) as n, sum(x) as s, sum(d) as sd

@@ -11,7 +11,7 @@ Each query is a model `q01`..`q22` (`{{ config(materialized='ivm') }}` and its S
 builds them all in one `dbt run`; then `len(ROUNDS)` change rounds, each one `dbt run` of the
 models that built. After every run every built model's relation must equal a fresh run of
 its compiled SQL as a bag, with the same column names and Spark types
-(`ivm_harness.runner.check_relation`), and a later run must refresh, not build again.
+(`ivm_harness.check.check_relation`), and a later run must refresh, not build again.
 
 Every query must build and stay exact after every round, and no refresh statement of the
 first round may join without a key where the model's own SQL does not
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from ivm_harness.runner import check_relation
+from ivm_harness.check import check_relation
 from support import plan_probe
 from support.small_project import SmallProject, yaml_name
 from support.targets import default_target, is_thrift

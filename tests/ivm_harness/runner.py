@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from . import datagen
-from .compare import BagDiff, compare_bags, format_diff, format_rows, row_sort_key
+from .check import check_relation
+from .compare import format_rows, row_sort_key
 from .connection import SqlConnection
 from .project import DbtProject, InvocationResult, ModelResult
 from .spec import Family, Table, check_unique_names, collect_tables
@@ -34,7 +35,6 @@ MIN_MAX_SAMPLE_ENV = "DBT_SPARK_IVM_MIN_MAX_SAMPLE"
 #: is computed from the base tables; small ones cut the values counted (`first_values`).
 MIN_MAX_SAMPLE = (5, 40, 65536)
 
-HIDDEN_PREFIX = "__ivm_"
 TARGET_SCHEMA = "ivm_harness"
 BASE_SCHEMA = "ivm_harness_base"
 #: Threads comparing relations after a round (queries of small tables: mostly latency).
@@ -221,76 +221,6 @@ class HarnessReport:
                 )
             )
         return "\n".join(lines)
-
-
-@dataclass
-class CheckResult:
-    """Comparison of a relation with a fresh run of its SELECT."""
-
-    problems: list[str]
-    columns: list[str]
-    diff: BagDiff | None
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing differs."""
-        return not self.problems
-
-
-# ------------------------------------------------------------------------------------------------
-# the check
-# ------------------------------------------------------------------------------------------------
-
-
-FLOAT_TYPES = ("double", "float")
-
-
-def check_relation(conn: SqlConnection, relation: str, sql: str) -> CheckResult:
-    """Compare `relation` with a fresh run of `sql`: columns, Spark types, rows as bags.
-
-    Everything goes through SQL on `conn` (a dbt connection of the models' profile), so the
-    check reads what a user of that connection reads, session or thrift alike.
-    """
-    problems: list[str] = []
-    try:
-        exp_schema = conn.describe(sql)
-        expected = conn.query(sql)
-    except Exception as exc:  # noqa: BLE001 - report whatever Spark says
-        return CheckResult([f"the model SELECT itself fails: {exc}"], [], None)
-    try:
-        act_schema = conn.describe(f"SELECT * FROM {relation}")
-        actual = conn.query(f"SELECT * FROM {relation}")
-    except Exception as exc:  # noqa: BLE001
-        return CheckResult([f"cannot read relation {relation}: {exc}"], [], None)
-    exp_cols = [c.name for c in exp_schema]
-    act_cols = [c.name for c in act_schema]
-    hidden = [c for c in act_cols if c.lower().startswith(HIDDEN_PREFIX)]
-    if hidden:
-        problems.append(f"relation shows hidden columns: {hidden}")
-    if exp_cols != act_cols:
-        problems.append(f"column names differ:\n  SELECT:   {exp_cols}\n  relation: {act_cols}")
-    else:
-        for ec, ac in zip(exp_schema, act_schema, strict=True):
-            if ec.type != ac.type:
-                problems.append(f"column {ec.name}: SELECT type {ec.type}, relation type {ac.type}")
-    diff: BagDiff | None = None
-    if len(exp_cols) == len(act_cols):
-        floats = sorted(
-            {i for i, c in enumerate(exp_schema) if c.type in FLOAT_TYPES}
-            | {i for i, c in enumerate(act_schema) if c.type in FLOAT_TYPES}
-        )
-        diff = compare_bags(expected, actual, floats)
-        if not diff.equal:
-            problems.append(
-                f"rows differ (SELECT: {len(expected)} rows, relation: {len(actual)} rows)\n"
-                + format_diff(exp_cols, diff)
-            )
-    elif expected or actual:
-        problems.append(
-            f"cannot compare rows of different arity; SELECT returns {len(expected)} rows, "
-            f"relation holds {len(actual)}"
-        )
-    return CheckResult(problems, exp_cols, diff)
 
 
 # ------------------------------------------------------------------------------------------------
