@@ -120,6 +120,17 @@ class ConnectionExecutor:
         spark = self._local_session()
         return None if spark is None else session_metadata.properties(spark, relation)
 
+    def view_properties(self, relation: str) -> dict[str, str] | None:
+        spark = self._local_session()
+        if spark is None or relation.count(".") not in (1, 2):
+            return None
+        *catalog, database, name = relation.split(".")
+        # Two-part names resolve in the statements' catalog: only the session catalog's
+        # views are read from its metadata.
+        if (catalog or [self._catalog_of_statements(spark)]) != ["spark_catalog"]:
+            return None
+        return session_metadata.view_properties(spark, database, name)
+
     def iceberg_metadata_json(self, location: str) -> str | None:
         spark = self._local_session()
         return None if spark is None else session_metadata.metadata_json(spark, location)

@@ -67,6 +67,31 @@ def properties(spark: Any, relation: str) -> dict[str, str] | None:
     return {k: v for k, v in listed.items() if k not in _RESERVED_PROPERTIES}
 
 
+def view_properties(spark: Any, database: str, name: str) -> dict[str, str] | None:
+    """The properties of the session catalog's view `database.name` as `SHOW TBLPROPERTIES`
+    lists them, from the catalog's metadata (no statement: the view's query is not even
+    analysed); None for anything but a view there."""
+    jvm = spark._jvm
+    session = spark._jsparkSession
+    try:
+        # The catalog reads the calling thread's SQL conf: the session's, made active here.
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+            name, jvm.scala.Option.apply(database)
+        )
+        found = session.sessionState().catalog().getTableMetadata(ident)
+        if str(found.tableType().name()) != "VIEW":
+            return None
+        entries = found.properties().iterator()
+    except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
+        return None
+    listed: dict[str, str] = {}
+    while entries.hasNext():
+        entry = entries.next()
+        listed[str(entry._1())] = str(entry._2())
+    return listed
+
+
 def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
     """(current metadata file, current snapshot id or None, when it was written in epoch
     milliseconds) of each table, in order: what `base_tables.heads_sql` reads from

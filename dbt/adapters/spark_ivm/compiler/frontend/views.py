@@ -241,11 +241,23 @@ def read_definition(fetch: Fetch, relation: str, model: str) -> ViewDefinition:
 
 
 def read_definitions(
-    fetch: Fetch, model_sql: str, default_db: str, model: str
+    fetch: Fetch,
+    model_sql: str,
+    default_db: str,
+    model: str,
+    is_table: Callable[[str], bool] = lambda relation: False,
 ) -> dict[str, ViewDefinition]:
     """Every view the model reads, directly or through other views, by relation name. One
-    `SHOW VIEWS` per database read (so a model over tables only pays one statement) and one
-    `DESCRIBE TABLE EXTENDED` per view."""
+    `SHOW VIEWS` per database read, none where `is_table` says each relation read there is
+    a table (so a model over Iceberg tables pays no statement), and one `DESCRIBE TABLE
+    EXTENDED` per view.
+
+    >>> def fetch(statement):
+    ...     raise AssertionError(statement)
+    >>> read_definitions(fetch, "select * from db.t join db.u using (k)", "db", "m",
+    ...                  is_table=lambda relation: relation in ("db.t", "db.u"))
+    {}
+    """
     views: dict[str, ViewDefinition] = {}
     listed: dict[str, set[str]] = {}
     for _ in range(MAX_DEPTH + 1):
@@ -256,6 +268,8 @@ def read_definitions(
                 # A relation of another catalog: its view's two-part names resolve there,
                 # not here, so it is not expanded; a view is read through a snapshot-diff
                 # copy (`capture/snapshot_diff.py`) like any relation without snapshots.
+                continue
+            if relation not in views and is_table(relation):
                 continue
             database, name = relation.split(".", 1)
             if database not in listed:

@@ -50,7 +50,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
     is_iceberg,
     relation_properties,
-    table_properties,
+    view_properties,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
@@ -138,13 +138,16 @@ class ChainMaintainer:
     def properties_of(self, relation: str, base: bool = False) -> dict[str, str] | None:
         """The relation's properties (None: no such relation), kept for the maintainers.
         A `base` relation is mostly an Iceberg table, read from the catalog without a
-        statement where the session allows; the model's own relations are views."""
+        statement where the session allows, and once a run; the model's own relations are
+        views."""
+        if base and relation in self.known:
+            return self.known[relation]
         start = time.monotonic()
         try:
             if base:
                 found = relation_properties(self.executor, relation)
             else:
-                found = table_properties(self.executor.fetch, relation)
+                found = view_properties(self.executor, relation)
         except Exception:  # noqa: BLE001 - no such relation
             return None
         finally:
@@ -163,12 +166,19 @@ class ChainMaintainer:
                 self.target.schema.lower(),
                 self.model,
                 props.get(views.VIEWS),
+                self._is_iceberg_table,
             )
         finally:
             self.timings.append(("views", time.monotonic() - start))
         self.view_digests, self.views_changed = found.digests, found.changed
         if found.expanded_sql is not None:
             self.compiled_sql = found.expanded_sql
+
+    def _is_iceberg_table(self, relation: str) -> bool:
+        """Is `relation` an Iceberg table (so not a view), by its properties read once a
+        run (`copy_bases` reads them next)?"""
+        found = self.properties_of(relation, base=True)
+        return found is not None and is_iceberg(found)
 
     def copy_bases(self, sync: bool = True) -> dict[str, str]:
         """Read every base relation that keeps no snapshots through an Iceberg copy brought

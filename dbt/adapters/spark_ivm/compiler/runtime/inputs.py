@@ -41,11 +41,16 @@ class ViewsRead:
 
 
 def read_views(
-    executor: Executor, user_sql: str, default_db: str, model: str, recorded: str | None
+    executor: Executor,
+    user_sql: str,
+    default_db: str,
+    model: str,
+    recorded: str | None,
+    is_table: Callable[[str], bool] = lambda relation: False,
 ) -> ViewsRead:
     """The views `user_sql` reads, against the digests the model's view recorded (`recorded`,
-    its `views.VIEWS` property)."""
-    found = views.read_definitions(executor.fetch, user_sql, default_db, model)
+    its `views.VIEWS` property); `is_table`: relations known to be tables, not views."""
+    found = views.read_definitions(executor.fetch, user_sql, default_db, model, is_table)
     digests = views.digests(found)
     expanded = views.expand(user_sql, found, default_db, model) if found else None
     return ViewsRead(expanded, digests, views.changed(recorded, digests))
