@@ -48,6 +48,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
+    MetadataReader,
     is_iceberg,
     relation_properties,
     view_properties,
@@ -175,10 +176,21 @@ class ChainMaintainer:
             self.compiled_sql = found.expanded_sql
 
     def _is_iceberg_table(self, relation: str) -> bool:
-        """Is `relation` an Iceberg table (so not a view), by its properties read once a
-        run (`copy_bases` reads them next)?"""
-        found = self.properties_of(relation, base=True)
-        return found is not None and is_iceberg(found)
+        """Is `relation` an Iceberg table (so not a view)? Asked of the session's catalog
+        only, where that takes no statement (a view, or any relation through thrift: not
+        known, and its database's views are listed as before); the properties found are
+        kept for `copy_bases`."""
+        if not isinstance(self.executor, MetadataReader):
+            return False
+        found = self.known.get(relation)
+        if found is None:
+            start = time.monotonic()
+            found = self.executor.iceberg_properties(relation)
+            self.timings.append(("properties", time.monotonic() - start))
+            if found is None:
+                return False
+            self.known[relation] = found
+        return is_iceberg(found)
 
     def copy_bases(self, sync: bool = True) -> dict[str, str]:
         """Read every base relation that keeps no snapshots through an Iceberg copy brought
