@@ -78,11 +78,8 @@ class ConnectionExecutor:
         dbt's model threads, where no session is active, it answers `spark_catalog` whatever
         `spark.sql.defaultCatalog` says; a statement runs with its session active."""
         if self._current_catalog is None:
-            # Read from the session's catalog manager with the session active in this
-            # thread (the manager reads the thread's SQL conf): no statement, no Spark job.
-            session = spark._jsparkSession
-            spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
-            manager = session.sessionState().catalogManager()
+            # The session's catalog manager answers without a statement or a Spark job.
+            manager = session_metadata.active_session(spark).sessionState().catalogManager()
             self._current_catalog = str(manager.currentCatalog().name())
         return self._current_catalog
 

@@ -67,15 +67,22 @@ def properties(spark: Any, relation: str) -> dict[str, str] | None:
     return {k: v for k, v in listed.items() if k not in _RESERVED_PROPERTIES}
 
 
+def active_session(spark: Any) -> Any:
+    """The session's JVM object, made the calling thread's active session first: Spark's
+    catalogs read the thread's SQL conf, which in dbt's model threads (no session active)
+    is not the session's (a default catalog `lake` would answer `spark_catalog`)."""
+    session = spark._jsparkSession
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+    return session
+
+
 def view_properties(spark: Any, database: str, name: str) -> dict[str, str] | None:
     """The properties of the session catalog's view `database.name` as `SHOW TBLPROPERTIES`
     lists them, from the catalog's metadata (no statement: the view's query is not even
     analysed); None for anything but a view there."""
     jvm = spark._jvm
-    session = spark._jsparkSession
     try:
-        # The catalog reads the calling thread's SQL conf: the session's, made active here.
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+        session = active_session(spark)
         ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
             name, jvm.scala.Option.apply(database)
         )
