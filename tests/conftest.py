@@ -11,6 +11,7 @@ import pytest
 from ivm_harness.families import FAMILIES
 from ivm_harness.runner import Harness, HarnessConfig, HarnessReport
 from ivm_harness.spec import collect_tables
+from support.spark_settings import apply_to_launcher
 from support.targets import stop_shared
 
 from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
@@ -39,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # (the default) may rebuild a tiny table instead; its choice has tests of its own
     # (test_refresh_policy.py), which set `ivm_refresh` in the model's config.
     os.environ.setdefault(REFRESH_ENV, "incremental")
+    # Before any Spark starts: interpreted plans, cheaper on the suite's tiny tables.
+    apply_to_launcher()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

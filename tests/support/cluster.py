@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from dbt.adapters.spark_ivm import embedded, iceberg_jar
+from support.spark_settings import SUITE_SPARK_SETTINGS
 
 HOST = "127.0.0.1"
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -114,6 +115,7 @@ def thrift_server_parameters(home: Path, master: str) -> dict[str, str]:
             "spark.sql.ui.retainedExecutions": "50",
             "spark.sql.thriftServer.ui.retainedStatements": "50",
             "spark.sql.thriftServer.ui.retainedSessions": "50",
+            **SUITE_SPARK_SETTINGS,
         }
     )
     return params
