@@ -31,6 +31,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_ivm import jvm_exit, metastore_lock
 from dbt.adapters.spark_ivm.iceberg_jar import find_iceberg_runtime_jar
+from dbt.adapters.spark_ivm.java_classes import java_class, pin_pyspark_lookups
 from dbt.adapters.spark_ivm.warehouse_check import check_warehouse_shared
 
 if TYPE_CHECKING:
@@ -314,8 +315,8 @@ def _quiet_expected_warnings(session: SparkSession) -> None:
     if jvm is None:
         return
     try:
-        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-        error = jvm.org.apache.logging.log4j.Level.ERROR
+        configurator = java_class(session, "org.apache.logging.log4j.core.config.Configurator")
+        error = java_class(session, "org.apache.logging.log4j.Level").ERROR
         for name in QUIET_LOGGERS:
             configurator.setLevel(name, error)
     except Py4JError as exc:  # a Spark built with another logging backend: keep the noise
@@ -374,6 +375,7 @@ def ensure_session(parameters: Mapping[str, str]) -> dict[str, str]:
                     "process restarts."
                 )
         _quiet_expected_warnings(session)
+        pin_pyspark_lookups(session)
         return {key: value for key, value in parameters.items() if session.conf.isModifiable(key)}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.java_classes import java_class
 
 
 def _catalog_table(spark: Any, relation: str) -> Any:
@@ -72,7 +73,7 @@ def active_session(spark: Any) -> Any:
     catalogs read the thread's SQL conf, which in dbt's model threads (no session active)
     is not the session's (a default catalog `lake` would answer `spark_catalog`)."""
     session = spark._jsparkSession
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+    java_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(session)
     return session
 
 
@@ -80,11 +81,10 @@ def view_properties(spark: Any, database: str, name: str) -> dict[str, str] | No
     """The properties of the session catalog's view `database.name` as `SHOW TBLPROPERTIES`
     lists them, from the catalog's metadata (no statement: the view's query is not even
     analysed); None for anything but a view there."""
-    jvm = spark._jvm
     try:
         session = active_session(spark)
-        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-            name, jvm.scala.Option.apply(database)
+        ident = java_class(spark, "org.apache.spark.sql.catalyst.TableIdentifier").apply(
+            name, java_class(spark, "scala.Option").apply(database)
         )
         found = session.sessionState().catalog().getTableMetadata(ident)
         if str(found.tableType().name()) != "VIEW":
@@ -146,10 +146,11 @@ def metadata_json(spark: Any, location: str) -> str | None:
     local = _local_file_text(location)
     if local is not None:
         return local
-    jvm = spark._jvm
     try:
-        io = jvm.org.apache.iceberg.hadoop.HadoopFileIO(spark._jsc.hadoopConfiguration())
-        parser = jvm.org.apache.iceberg.TableMetadataParser
+        io = java_class(spark, "org.apache.iceberg.hadoop.HadoopFileIO")(
+            spark._jsc.hadoopConfiguration()
+        )
+        parser = java_class(spark, "org.apache.iceberg.TableMetadataParser")
         return str(parser.toJson(parser.read(io, location)))
     except Exception:  # noqa: BLE001 - the SQL path reports what is wrong with the file
         return None
@@ -178,13 +179,14 @@ def rows_where(
     by their column bounds and then rows): no Spark job, for a slice of a few rows such as
     the state's metadata row. None where it cannot answer (not an Iceberg table, a column it
     does not have)."""
-    jvm = spark._jvm
     try:
-        names = spark.sparkContext._gateway.new_array(jvm.java.lang.String, len(selected) + 1)
+        text = java_class(spark, "java.lang.String")
+        names = spark.sparkContext._gateway.new_array(text, len(selected) + 1)
         for i, name in enumerate([column, *selected]):
             names[i] = name
-        match = jvm.org.apache.iceberg.expressions.Expressions.equal(column, value)
-        scan = jvm.org.apache.iceberg.data.IcebergGenerics.read(iceberg_table(spark, relation))
+        match = java_class(spark, "org.apache.iceberg.expressions.Expressions").equal(column, value)
+        generics = java_class(spark, "org.apache.iceberg.data.IcebergGenerics")
+        scan = generics.read(iceberg_table(spark, relation))
         records = scan.where(match).select(names).build()
         found: list[tuple] = []
         try:
@@ -223,13 +225,12 @@ def window_files(
     A snapshot's added and removed files are the entries of that status and snapshot id in
     the manifests it wrote (a manifest merged later lists them as existing). Read through
     the manifests, not `Snapshot.removedDeleteFiles`, which drops the removed files' bounds."""
-    jvm = spark._jvm
     try:
         table = iceberg_table(spark, relation)
         io, specs = table.io(), table.specs()
-        manifests = jvm.org.apache.iceberg.ManifestFiles
-        text_type = jvm.org.apache.iceberg.types.Types.StringType.get()
-        conversions = jvm.org.apache.iceberg.types.Conversions
+        manifests = java_class(spark, "org.apache.iceberg.ManifestFiles")
+        text_type = java_class(spark, "org.apache.iceberg.types.Types$StringType").get()
+        conversions = java_class(spark, "org.apache.iceberg.types.Conversions")
 
         def bound(bounds: Any) -> str | None:
             found = None if bounds is None else bounds.get(path_field)

@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+from dbt.adapters.spark_ivm.java_classes import java_class
 from dbt.adapters.spark_ivm.session_metadata import iceberg_table
 
 #: Iceberg's read option naming a staged task set (`SparkReadOptions.SCAN_TASK_SET_ID`).
 TASK_SET_OPTION = "scan-task-set-id"
+#: Iceberg's registry of staged task sets, which a read with that option takes its tasks from.
+TASK_SET_MANAGER = "org.apache.iceberg.spark.ScanTaskSetManager"
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ def stage(
     session cannot (then nothing is staged)."""
     try:
         iceberg = iceberg_table(spark, relation)
-        tasks = spark._jvm.java.util.ArrayList()
+        tasks = java_class(spark, "java.util.ArrayList")()
         planned = 0
         files = iceberg.newScan().useSnapshot(snapshot).planFiles()
         try:
@@ -59,9 +62,7 @@ def stage(
         finally:
             files.close()
         set_id = f"ivm-{uuid.uuid4()}"
-        spark._jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
-            iceberg, set_id, tasks
-        )
+        java_class(spark, TASK_SET_MANAGER).get().stageTasks(iceberg, set_id, tasks)
         staged = StagedRead(iceberg, set_id, int(tasks.size()), planned)
         try:
             # the table `iceberg_table` resolved, by the same name: its catalog's scan builder
@@ -79,7 +80,7 @@ def stage(
 def release(spark: Any, staged: StagedRead) -> None:
     """Forget a staged task set (its read has been computed, or is abandoned)."""
     try:
-        manager = spark._jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        manager = java_class(spark, TASK_SET_MANAGER).get()
         manager.removeTasks(staged.table, staged.set_id)
     except Exception:  # noqa: BLE001, S110 - the set is a few task objects in the driver
         pass
