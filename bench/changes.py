@@ -36,8 +36,8 @@ from bench.datagen import (
     TABLES,
     BaseTable,
     Scale,
-    file_count,
 )
+from bench.load import file_count
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

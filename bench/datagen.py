@@ -21,15 +21,20 @@ instead (the plugin then captures the change as a version diff).
 
 from __future__ import annotations
 
-import itertools
-import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from bench.draws import (
+    chance,
+    comment,
+    customer_from_pool,
+    money,
+    order_date,
+    pick,
+    retail_price,
+    uniform,
+)
 
 SOURCE_SCHEMA = "bench_src"
 
@@ -51,72 +56,12 @@ SEGMENTS = ("AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY")
 PRIORITIES = ("1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW")
 SHIP_MODES = ("REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB")
 INSTRUCTIONS = ("DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN")
-WORDS = (
-    "furiously", "carefully", "quickly", "slyly", "blithely", "final", "special", "pending",
-    "regular", "express", "ironic", "bold", "deposits", "requests", "accounts", "packages",
-)  # fmt: skip
 #: TPC-H's "current date": shipped after it means line status O, received after it return flag N.
 CURRENT_DATE = "1995-06-17"
-START_DATE = "1992-01-01"
-ORDER_DATE_DAYS = 2406  # 1992-01-01 .. 1998-08-02
 
 CUSTOMERS_PER_SF = 150_000
 ORDERS_PER_SF = 1_500_000
 MEAN_LINES_PER_ORDER = 4  # 1..7 lines
-
-
-# ------------------------------------------------------------------------------------------------
-# pseudo-random SQL expressions
-# ------------------------------------------------------------------------------------------------
-
-
-def _hash(seed: str, salt: str, keys: Sequence[str]) -> str:
-    return f"xxhash64('{seed}', '{salt}', {', '.join(keys)})"
-
-
-def uniform(seed: str, salt: str, keys: Sequence[str], low: int, high: int) -> str:
-    """An integer in [low, high], drawn from the seed, a salt and the key columns."""
-    return f"({low} + pmod({_hash(seed, salt, keys)}, {high - low + 1}))"
-
-
-def pick(seed: str, salt: str, keys: Sequence[str], values: Sequence[str]) -> str:
-    """One of `values`, drawn from the seed, a salt and the key columns."""
-    literals = ", ".join(f"'{v}'" for v in values)
-    index = f"CAST({uniform(seed, salt, keys, 1, len(values))} AS INT)"
-    return f"element_at(array({literals}), {index})"
-
-
-def chance(seed: str, salt: str, keys: Sequence[str], percent: int) -> str:
-    """A condition true for about `percent` % of the keys."""
-    return f"({uniform(seed, salt, keys, 0, 99)} < {percent})"
-
-
-def money(expression: str) -> str:
-    return f"CAST({expression} AS DECIMAL(12,2))"
-
-
-def comment(seed: str, salt: str, keys: Sequence[str]) -> str:
-    """A TPC-H-like comment: three words."""
-    return (
-        "concat_ws(' ', " + ", ".join(pick(seed, f"{salt}{i}", keys, WORDS) for i in range(3)) + ")"
-    )
-
-
-def customer_from_pool(seed: str, salt: str, keys: Sequence[str], max_custkey: int) -> str:
-    """A customer key in 1..max_custkey that is no multiple of 3 (those never order)."""
-    draw = uniform(seed, salt, keys, 0, max(1, 2 * max_custkey // 3) - 1)
-    return f"CAST(3 * ({draw} DIV 2) + pmod({draw}, 2) + 1 AS BIGINT)"
-
-
-def order_date(seed: str, orderkey: str) -> str:
-    """The date of an order (lineitem's ship dates follow it)."""
-    days = uniform(seed, "o_orderdate", [orderkey], 0, ORDER_DATE_DAYS - 1)
-    return f"date_add(DATE'{START_DATE}', CAST({days} AS INT))"
-
-
-def retail_price(partkey: str) -> str:
-    """TPC-H's part price formula."""
-    return f"((90000 + pmod({partkey} DIV 10, 20001) + 100 * pmod({partkey}, 1000)) / 100)"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -411,73 +356,3 @@ LINEITEM_TABLE = BaseTable(
 
 #: In the order they are loaded and changed (referenced tables first).
 TABLES: tuple[BaseTable, ...] = (NATIONS_TABLE, CUSTOMERS_TABLE, ORDERS_TABLE, LINEITEM_TABLE)
-
-
-# ------------------------------------------------------------------------------------------------
-# loading
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoadedTable:
-    """What a load wrote: rows, files, seconds."""
-
-    name: str
-    rows: int
-    files: int
-    seconds: float
-
-
-def file_count(spark: SparkSession, table: BaseTable) -> int:
-    """Data files in the table's current snapshot (`files` would count delete files too)."""
-    return int(spark.sql(f"SELECT count(*) FROM {table.qualified}.data_files").collect()[0][0])
-
-
-def key_count(table: BaseTable, sf: float) -> int:
-    """Range-key values of the initial load (lineitem: orders, 4 lines each on average)."""
-    if table is NATIONS_TABLE:
-        return len(NATIONS)
-    if table is CUSTOMERS_TABLE:
-        return customer_count(sf)
-    return order_count(sf)
-
-
-def load(
-    spark: SparkSession,
-    sf: float,
-    seed: str,
-    rows_per_file: int,
-    progress: Callable[[BaseTable, int], Callable[[int], None]],
-    write_mode: WriteMode = "copy-on-write",
-) -> list[LoadedTable]:
-    """Drop and create every base table (DELETE/UPDATE/MERGE in `write_mode`) and fill it at
-    scale factor `sf`.
-
-    A table is written in chunks of up to 8 files (one INSERT each), so `progress(table,
-    expected_rows)` gets a callback that is called with the rows written after every chunk.
-    """
-    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {SOURCE_SCHEMA}")
-    scale = scale_of(sf)
-    loaded: list[LoadedTable] = []
-    for table in TABLES:
-        start = time.perf_counter()
-        spark.sql(f"DROP TABLE IF EXISTS {table.qualified} PURGE")
-        spark.sql(table.ddl(write_mode))
-        keys = key_count(table, sf)
-        per_key = MEAN_LINES_PER_ORDER if table is LINEITEM_TABLE else 1
-        expected = keys * per_key
-        files = max(1, math.ceil(expected / rows_per_file))
-        chunks = math.ceil(files / 8)
-        advance = progress(table, expected)
-        first = 1 if table is not NATIONS_TABLE else 0
-        bounds = [first + keys * i // chunks for i in range(chunks + 1)]
-        for low, high in itertools.pairwise(bounds):
-            chunk_files = max(1, round(files * (high - low) / keys))
-            select = table.rows(seed, low, high, scale, chunk_files)
-            spark.sql(f"INSERT INTO {table.qualified} {select}")
-            advance((high - low) * per_key)
-        rows = int(spark.sql(f"SELECT count(*) FROM {table.qualified}").collect()[0][0])
-        loaded.append(
-            LoadedTable(table.name, rows, file_count(spark, table), time.perf_counter() - start)
-        )
-    return loaded

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from bench import changes, checks, datagen, report, tpch_workload
 from bench.dbt_runs import PROJECT_DIR, BenchError, Dbt, Invocation, environment_variables
+from bench.load import load as load_tables
 from bench.machine import environment
 from bench.options import parse_args
 from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
@@ -201,7 +202,7 @@ class Benchmark:
 
         start = time.perf_counter()
         try:
-            tables = datagen.load(
+            tables = load_tables(
                 self.spark,
                 sf,
                 f"{self.args.seed}/load",

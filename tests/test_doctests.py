@@ -32,7 +32,8 @@ def test_the_package_has_examples():
 
 
 @pytest.mark.parametrize(
-    "name", [*MODULES, "support.plan_probe", "ivm_harness.datagen", "bench.report.figures"]
+    "name",
+    [*MODULES, "support.plan_probe", "ivm_harness.datagen", "bench.draws", "bench.report.figures"],
 )
 def test_examples_hold(name: str):
     module = importlib.import_module(name)
