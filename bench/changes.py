@@ -37,6 +37,7 @@ from bench.datagen import (
     BaseTable,
     Scale,
 )
+from bench.draws import keyed_hash
 from bench.load import file_count
 
 if TYPE_CHECKING:
@@ -96,16 +97,12 @@ def _stats(spark: SparkSession, table: BaseTable) -> _Stats:
     return _Stats(int(row[0]), int(row[1] or 0), int(row[2] or 0))
 
 
-def _hash(seed: str, salt: str, table: BaseTable) -> str:
-    return f"xxhash64('{seed}', '{salt}', {', '.join(table.key)})"
-
-
 def _selection(
     table: BaseTable, stats: _Stats, rows: int, pattern: Pattern, seed: str, rng: random.Random
 ) -> str:
     """Condition on the table's rows choosing about `rows` of them to update or delete."""
     if pattern == "scattered":
-        return f"pmod({_hash(seed, 'pick', table)}, {max(1, stats.rows)}) < {rows}"
+        return f"pmod({keyed_hash(seed, 'pick', table.key)}, {max(1, stats.rows)}) < {rows}"
     span = stats.high - stats.low + 1
     width = min(span, math.ceil(rows * span / max(1, stats.rows)))
     start = stats.low + rng.randint(0, span - width)
@@ -125,7 +122,7 @@ def change_source(
     sources: list[str] = []
     if selection is not None:
         chosen = plan.updates + plan.deletes
-        is_update = f"pmod({_hash(seed, 'op', table)}, {chosen}) < {plan.updates}"
+        is_update = f"pmod({keyed_hash(seed, 'op', table.key)}, {chosen}) < {plan.updates}"
         new = table.updated(seed, scale)
         values = ", ".join(f"{new.get(c, c)} AS {c}" for c in table.column_names)
         sources.append(

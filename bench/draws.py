@@ -23,13 +23,14 @@ START_DATE = "1992-01-01"
 ORDER_DATE_DAYS = 2406  # 1992-01-01 .. 1998-08-02
 
 
-def _hash(seed: str, salt: str, keys: Sequence[str]) -> str:
+def keyed_hash(seed: str, salt: str, keys: Sequence[str]) -> str:
+    """The 64-bit hash every draw of a row is made from: of the seed, a salt and its keys."""
     return f"xxhash64('{seed}', '{salt}', {', '.join(keys)})"
 
 
 def uniform(seed: str, salt: str, keys: Sequence[str], low: int, high: int) -> str:
     """An integer in [low, high], drawn from the seed, a salt and the key columns."""
-    return f"({low} + pmod({_hash(seed, salt, keys)}, {high - low + 1}))"
+    return f"({low} + pmod({keyed_hash(seed, salt, keys)}, {high - low + 1}))"
 
 
 def pick(seed: str, salt: str, keys: Sequence[str], values: Sequence[str]) -> str:
