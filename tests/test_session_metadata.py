@@ -97,6 +97,25 @@ def test_properties_are_what_show_tblproperties_lists(project: SmallProject) -> 
     assert read == {str(r[0]): str(r[1]) for r in project.sql(f"SHOW TBLPROPERTIES {BASE}")}
 
 
+def test_view_properties_are_what_show_tblproperties_lists(project: SmallProject) -> None:
+    """The model's view keeps the refresh's properties (view digests, the state it reads);
+    read from the metastore's entry, also from a model thread and by an upper-case name,
+    they must be what `SHOW TBLPROPERTIES` returns; a table or no relation is left to SQL."""
+    by_sql = {str(r[0]): str(r[1]) for r in project.sql(f"SHOW TBLPROPERTIES {SCHEMA}.{MODEL}")}
+    assert session_metadata.view_properties(_spark(), SCHEMA, MODEL) == by_sql
+    found: list = []
+    worker = threading.Thread(
+        target=lambda: found.append(
+            session_metadata.view_properties(_spark(), SCHEMA.upper(), MODEL.upper())
+        )
+    )
+    worker.start()
+    worker.join()
+    assert found == [by_sql]
+    assert session_metadata.view_properties(_spark(), SCHEMA, "base") is None
+    assert session_metadata.view_properties(_spark(), SCHEMA, "missing") is None
+
+
 def test_state_totals_are_what_the_snapshots_table_says(project: SmallProject) -> None:
     from_sql = upkeep.parse_stats(project.sql(upkeep.stats_sql(STATE))[0])
     totals = session_metadata.snapshot_totals(_spark(), STATE)

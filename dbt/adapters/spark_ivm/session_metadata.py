@@ -14,6 +14,7 @@ it cannot answer, and the caller then asks Spark in SQL, whose errors name the p
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,14 +74,23 @@ _RESERVED_PROPERTIES = frozenset(
 )
 
 
+def _as_dict(spark: Any, found: Any) -> dict[str, str]:
+    """A JVM map of strings (Java's, or Scala's immutable one) as a dict, in one call: as
+    JSON, where walking its entries through py4j took three round trips each (a view's
+    properties read that way: 28-40 ms against 8)."""
+    if found.getClass().getName().startswith("scala."):
+        found = java_class(spark, "scala.collection.JavaConverters").mapAsJavaMap(found)
+    mapper = java_class(spark, "com.fasterxml.jackson.databind.ObjectMapper")()
+    return {str(k): str(v) for k, v in json.loads(mapper.writeValueAsString(found)).items()}
+
+
 def properties(spark: Any, relation: str) -> dict[str, str] | None:
     """The table's properties as `SHOW TBLPROPERTIES` lists them, read from the catalog's
     table (refreshed first) without running a statement; None for anything but an Iceberg
     catalog table (a view, a parquet or hive table, no such relation), which the SQL path
     answers or reports."""
     try:
-        found = _catalog_table(spark, relation).properties()
-        listed = {str(key): str(found.get(key)) for key in found.keySet().toArray()}
+        listed = _as_dict(spark, _catalog_table(spark, relation).properties())
     except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
         return None
     return {k: v for k, v in listed.items() if k not in _RESERVED_PROPERTIES}
@@ -97,24 +107,20 @@ def active_session(spark: Any) -> Any:
 
 def view_properties(spark: Any, database: str, name: str) -> dict[str, str] | None:
     """The properties of the session catalog's view `database.name` as `SHOW TBLPROPERTIES`
-    lists them, from the catalog's metadata (no statement: the view's query is not even
-    analysed); None for anything but a view there."""
+    lists them, from the metastore's entry (no statement: the view's query is not even
+    analysed); None for anything but a view there.
+
+    Read from the external catalog, one metastore call, where the session catalog's
+    `getTableMetadata` first asks whether the database and the table exist (three calls);
+    names lower-cased as the session catalog would (the metastore keeps them so)."""
     try:
-        session = active_session(spark)
-        ident = java_class(spark, "org.apache.spark.sql.catalyst.TableIdentifier").apply(
-            name, java_class(spark, "scala.Option").apply(database)
-        )
-        found = session.sessionState().catalog().getTableMetadata(ident)
+        external = active_session(spark).sessionState().catalog().externalCatalog()
+        found = external.getTable(database.lower(), name.lower())
         if str(found.tableType().name()) != "VIEW":
             return None
-        entries = found.properties().iterator()
+        return _as_dict(spark, found.properties())
     except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
         return None
-    listed: dict[str, str] = {}
-    while entries.hasNext():
-        entry = entries.next()
-        listed[str(entry._1())] = str(entry._2())
-    return listed
 
 
 def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
