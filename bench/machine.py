@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dbt.adapters.spark_ivm.java_classes import java_class
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -56,11 +58,11 @@ def _git_commit() -> str:
 
 def environment(spark: SparkSession) -> dict[str, Any]:
     """Machine, versions and date of this run."""
-    jvm = spark.sparkContext._jvm
-    iceberg = "unknown"
+    iceberg = java = "unknown"
     with contextlib.suppress(Exception):
-        iceberg = str(jvm.org.apache.iceberg.IcebergBuild.version())
-    java = str(jvm.java.lang.System.getProperty("java.version")) if jvm is not None else "unknown"
+        iceberg = str(java_class(spark, "org.apache.iceberg.IcebergBuild").version())
+    with contextlib.suppress(Exception):
+        java = str(java_class(spark, "java.lang.System").getProperty("java.version"))
     versions = {"python": platform.python_version(), "java": java, "spark": spark.version}
     versions["iceberg"] = iceberg
     for package in ("dbt-core", "dbt-spark", "dbt-spark-ivm", "sqlglot", "pyspark"):

@@ -398,8 +398,7 @@ def remove_empty_folder(location: str) -> bool:
     session = _live_session()
     if session is None:
         return False
-    jvm = session._jvm
-    path = jvm.org.apache.hadoop.fs.Path(location)
+    path = java_class(session, "org.apache.hadoop.fs.Path")(location)
     fs = path.getFileSystem(session._jsparkSession.sessionState().newHadoopConf())
     if not fs.exists(path) or not fs.getFileStatus(path).isDirectory():
         return False

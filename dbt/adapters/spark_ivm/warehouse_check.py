@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_ivm.java_classes import java_class
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -23,9 +25,8 @@ def check_warehouse_shared(session: SparkSession, master: str) -> None:
     import uuid
 
     warehouse = session.conf.get("spark.sql.warehouse.dir")
-    jvm = session._jvm
     folder = f"{warehouse.rstrip('/')}/_spark_ivm_shared_check_{uuid.uuid4().hex}"
-    hadoop_path = jvm.org.apache.hadoop.fs.Path
+    hadoop_path = java_class(session, "org.apache.hadoop.fs.Path")
     fs = hadoop_path(folder).getFileSystem(session._jsparkSession.sessionState().newHadoopConf())
     out = fs.create(hadoop_path(f"{folder}/marker.txt"), True)
     out.writeBytes("written by the driver\n")
