@@ -13,6 +13,7 @@ members are looked up on the loaded class.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 #: The classes pyspark looks up by their short name on every statement (`SparkSession.sql`,
@@ -35,6 +36,17 @@ def java_class(spark: Any, name: str) -> Any:
     from py4j.java_gateway import JavaClass
 
     return JavaClass(name, spark._jvm._gateway_client)
+
+
+def string_array(spark: Any, values: Sequence[str]) -> Any:
+    """A Java `String[]` of `values` in `spark`'s JVM (what Iceberg's `select` and Spark's
+    `Identifier.of` take)."""
+    array = spark.sparkContext._gateway.new_array(
+        java_class(spark, "java.lang.String"), len(values)
+    )
+    for i, value in enumerate(values):
+        array[i] = value
+    return array
 
 
 def pin_pyspark_lookups(spark: Any) -> None:

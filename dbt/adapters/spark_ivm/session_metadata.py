@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from dbt.adapters.spark_ivm.java_classes import java_class
+from dbt.adapters.spark_ivm.java_classes import java_class, string_array
 
 #: Iceberg's Spark table, what Spark's catalogs hand back for an Iceberg table.
 _SPARK_TABLE = "org.apache.iceberg.spark.source.SparkTable"
@@ -49,13 +49,8 @@ def _catalog_table(spark: Any, relation: str) -> Any:
         catalog, path = manager.catalog(parts[0]), parts[1:]
     else:
         catalog, path = manager.currentCatalog(), parts
-    namespace = spark.sparkContext._gateway.new_array(
-        java_class(spark, "java.lang.String"), len(path) - 1
-    )
-    for i, part in enumerate(path[:-1]):
-        namespace[i] = part
     identifier = java_class(spark, "org.apache.spark.sql.connector.catalog.Identifier")
-    found = catalog.loadTable(identifier.of(namespace, path[-1]))
+    found = catalog.loadTable(identifier.of(string_array(spark, path[:-1]), path[-1]))
     if str(found.getClass().getName()) != _SPARK_TABLE:
         raise ValueError(f"{relation} is not an Iceberg catalog table")
     found.table().operations().refresh()  # SparkTable -> org.apache.iceberg.Table
@@ -204,10 +199,7 @@ def rows_where(
     the state's metadata row. None where it cannot answer (not an Iceberg table, a column it
     does not have)."""
     try:
-        text = java_class(spark, "java.lang.String")
-        names = spark.sparkContext._gateway.new_array(text, len(selected) + 1)
-        for i, name in enumerate([column, *selected]):
-            names[i] = name
+        names = string_array(spark, [column, *selected])
         match = java_class(spark, "org.apache.iceberg.expressions.Expressions").equal(column, value)
         generics = java_class(spark, "org.apache.iceberg.data.IcebergGenerics")
         scan = generics.read(iceberg_table(spark, relation))
