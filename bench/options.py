@@ -12,6 +12,9 @@ from dbt.adapters.spark_ivm.compiler.runtime.cost import Policy
 BENCH_DIR = Path(__file__).resolve().parent
 #: The star workload (bench/datagen.py, bench/project) or the 22 TPC-H queries.
 WORKLOADS = ("star", "tpch")
+#: Steady-state rounds between two rebuilds of the table twins and equality checks (and one
+#: after the last round), unless `--steady-check-every` says otherwise.
+STEADY_CHECK_EVERY = 10
 DESCRIPTION = (
     "The ivm benchmark: incremental refresh against full rebuild on TPC-H-shaped Iceberg data."
 )
@@ -72,6 +75,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--steady-fraction", type=float, default=0.001, help="change fraction of --steady"
     )
+    parser.add_argument(
+        "--steady-check-every",
+        type=int,
+        default=STEADY_CHECK_EVERY,
+        help="steady-state rounds between two rebuilds of the table twins and equality checks",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--warmup-rounds",
@@ -115,6 +124,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.steady < 0:
         parser.error("--steady: a number of rounds, 0 for none")
+    if args.steady_check_every < 1:
+        parser.error("--steady-check-every: at least 1")
     tpch = args.workload == "tpch"
     if args.out is None:
         args.out = BENCH_DIR / "results" / "tpch" if tpch else BENCH_DIR / "results"

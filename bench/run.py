@@ -10,7 +10,7 @@ table, time `dbt run --select tag:ivm` (the refresh) and `dbt run --select tag:f
 full rebuild), and check that every ivm model equals its table twin (a mismatch aborts with
 exit code 1). With `--steady N`, after the main scale factor's rounds: N change rounds in a row
 at `--steady-fraction`, timing only the refresh and recording the state tables' files (the
-table twins are rebuilt and checked every STEADY_CHECK_EVERY rounds and after the last).
+table twins are rebuilt and checked every `--steady-check-every` rounds and after the last).
 Writes `results.json`, the plots and the results section of bench/README.md.
 
 `--workload tpch` runs the same plan on the 22 TPC-H queries (`bench/tpch_workload.py`):
@@ -40,16 +40,22 @@ from bench.dbt_runs import PROJECT_DIR, BenchError, Dbt, Invocation, environment
 from bench.load import load as load_tables
 from bench.machine import environment
 from bench.options import parse_args
+from bench.report.figures import LOG_KEY
+from dbt.adapters.spark_ivm.compiler.capture.delta_log import LOG_SUFFIX
 from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 TARGET_SCHEMA = "bench"
-MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
+MODELS = (
+    "pricing_summary",
+    "nation_revenue",
+    "customer_orders",
+    "nation_segments",
+    "status_revenue",  # over nation_revenue: its delta log
+)
 FULL_SUFFIX = "_full"
-#: Steady-state rounds between two rebuilds and equality checks (and one after the last round).
-STEADY_CHECK_EVERY = 10
 
 
 # ------------------------------------------------------------------------------------------------
@@ -76,6 +82,8 @@ class Benchmark:
         #: Change rounds applied so far (the TPC-H rounds' number: part of every row's hash).
         self.round_no = 0
         self._spark: SparkSession | None = None
+        #: A state table's folder, by name (`metadata_files`).
+        self._locations: dict[str, str] = {}
         self.results: dict[str, Any] = {
             "format": 1,
             "status": "running",
@@ -92,7 +100,7 @@ class Benchmark:
                 "refresh": args.refresh,
                 "steady": args.steady,
                 "steady_fraction": args.steady_fraction,
-                "steady_check_every": STEADY_CHECK_EVERY,
+                "steady_check_every": args.steady_check_every,
                 "seed": args.seed,
                 "warmup_rounds": args.warmup_rounds,
                 "rows_per_file": None if self.tpch else args.rows_per_file,
@@ -269,13 +277,20 @@ class Benchmark:
     def state_files(self) -> dict[str, dict[str, int | None]]:
         """Per ivm model, its state table's current snapshot: data files, delete files, bytes
         and records (the snapshot summary's totals; records in data files, deleted ones
-        included), and the table's snapshots.
+        included), and the table's snapshots; the same for every delta log
+        (`<model>__ivm_dlog`, kept for an ivm model that another one reads), under the key
+        `<model>{LOG_KEY}`.
 
         Reads table metadata only (the `refs` and `snapshots` metadata tables)."""
         found: dict[str, dict[str, int | None]] = {}
-        for model in self.models:
-            state = f"{TARGET_SCHEMA}.{model}__ivm_state"
-            if not self.spark.catalog.tableExists(state):
+        relations = [(m, f"{TARGET_SCHEMA}.{m}__ivm_state") for m in self.models]
+        relations += [
+            (f"{m}{LOG_KEY}", f"{TARGET_SCHEMA}.{m}{LOG_SUFFIX}")
+            for m in self.models
+            if self._exists(f"{TARGET_SCHEMA}.{m}{LOG_SUFFIX}")
+        ]
+        for model, state in relations:
+            if not self._exists(state):
                 row = []  # a model whose refresh keeps no `__ivm_state` table
             else:
                 row = self.spark.sql(
@@ -297,11 +312,17 @@ class Benchmark:
             found[model]["metadata_files"] = self.metadata_files(state) if row else None
         return found
 
+    def _exists(self, table: str) -> bool:
+        return bool(self.spark.catalog.tableExists(table))
+
     def metadata_files(self, table: str) -> int | None:
         """The `*.metadata.json` files in the table's metadata folder (a local warehouse;
         None elsewhere): what `sql/layout.BOUNDED_METADATA` must keep bounded."""
-        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
-        location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
+        location = self._locations.get(table)
+        if location is None:  # a table keeps its folder while it lives: DESCRIBE it once
+            rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+            location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
+            self._locations[table] = location
         if not location.startswith(("file:", "/")):
             return None
         folder = Path(location.removeprefix("file:")) / "metadata"
@@ -309,7 +330,8 @@ class Benchmark:
 
     def steady(self, run: dict[str, Any], sf: float, count: int, fraction: float) -> None:
         """`count` change rounds in a row: change every base table and time the ivm refresh;
-        rebuild the table twins and check every STEADY_CHECK_EVERY rounds and after the last."""
+        rebuild the table twins and check every `--steady-check-every` rounds and after the
+        last."""
         steady: dict[str, Any] = {"fraction": fraction, "rounds": []}
         run["steady"] = steady
         for number in range(1, count + 1):
@@ -336,7 +358,7 @@ class Benchmark:
                 "full": None,
                 "checks": [],
             }
-            if number % STEADY_CHECK_EVERY == 0 or number == count:
+            if number % self.args.steady_check_every == 0 or number == count:
                 self.step(f"{label}: full rebuild")
                 full = self.rebuild()
                 self.say(self._describe("full rebuild", full))

@@ -17,10 +17,11 @@ from pyspark.sql import SparkSession
 
 from bench import checks, datagen, report
 from bench import run as bench_run
+from bench.options import STEADY_CHECK_EVERY
 from bench.report import figures, plots
 from dbt.adapters.spark_ivm.compiler.sql.layout import METADATA_VERSIONS
 
-MODELS = ("pricing_summary", "nation_revenue", "customer_orders", "nation_segments")
+MODELS = bench_run.MODELS
 FRACTION = 0.01
 STEADY_ROUNDS = 1  # each round costs a refresh of every model: the cheapest steady state
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -74,7 +75,7 @@ def test_every_model_has_medians_and_every_refresh_was_checked(
         assert summary["no_change"][model] > 0
         assert [r["sf"] for r in summary["by_scale"][model]] == [0.01]
     (run,) = results["runs"]
-    # the build, the one change round and the last steady round, each of the 4 models
+    # the build, the one change round and the last steady round, each model
     # against its table twin
     steady_rounds = run["steady"]["rounds"]
     found = [
@@ -83,7 +84,7 @@ def test_every_model_has_medians_and_every_refresh_was_checked(
     ]
     assert sorted(c["model"] for c in found) == sorted(MODELS * 3)
     assert all(c["ok"] and c["differing_rows"] == 0 and c["rows"] > 0 for c in found), found
-    assert summary["checks"] == {"run": 12, "passed": 12}
+    assert summary["checks"] == {"run": 3 * len(MODELS), "passed": 3 * len(MODELS)}
     (change_round,) = run["rounds"]
     for change in change_round["changes"]:
         assert change["inserted"] + change["updated"] + change["deleted"] > 0, change
@@ -121,7 +122,7 @@ def test_plots_and_markdown(tiny_run: tuple[dict[str, Any], Path, Path]) -> None
             text,
             re.MULTILINE,
         )
-    assert "12 of 12 passed" in text
+    assert f"{3 * len(MODELS)} of {3 * len(MODELS)} passed" in text
     assert "`--base-write-mode merge-on-read`" in text
     assert "`ivm_refresh=incremental`" in text
     assert "### Where a refresh spends its time" in text
@@ -146,8 +147,8 @@ def test_merge_on_read_base_tables_and_steady_state(
 ) -> None:
     """The base tables took the changes as position delete files, and every steady-state round
     refreshed every model and recorded its state table's files; only the last one rebuilt
-    the table twins and checked (STEADY_ROUNDS < run.STEADY_CHECK_EVERY)."""
-    assert STEADY_ROUNDS < bench_run.STEADY_CHECK_EVERY
+    the table twins and checked (STEADY_ROUNDS < options.STEADY_CHECK_EVERY)."""
+    assert STEADY_ROUNDS < STEADY_CHECK_EVERY
     results, out, readme = tiny_run
     assert results["settings"]["base_write_mode"] == "merge-on-read"
     assert results["settings"]["steady"] == STEADY_ROUNDS
@@ -170,9 +171,12 @@ def test_merge_on_read_base_tables_and_steady_state(
             assert state["delete_files"] >= 0 and state["records"] >= 1, state
             # the metadata.json files of the state stay bounded (sql/layout.BOUNDED_METADATA)
             assert 1 <= state["metadata_files"] <= METADATA_VERSIONS + 1, state
+        # status_revenue reads nation_revenue's delta log: its files are counted too
+        log = r["state"][f"nation_revenue{figures.LOG_KEY}"]
+        assert log["snapshots"] >= 1 and 1 <= log["metadata_files"] <= METADATA_VERSIONS + 1, log
     s = results["summary"]["steady"]
     assert s["rounds"] == STEADY_ROUNDS and s["window"] == STEADY_ROUNDS
-    assert s["checks"] == {"run": 4, "passed": 4}
+    assert s["checks"] == {"run": len(MODELS), "passed": len(MODELS)}
     for model in MODELS:
         row = s["models"][model]
         assert len(row["seconds"]) == STEADY_ROUNDS and row["first"] > 0 and row["last"] > 0
@@ -188,6 +192,8 @@ def test_merge_on_read_base_tables_and_steady_state(
             text,
             re.MULTILINE,
         ), model
+    log = f"nation_revenue{figures.LOG_KEY}"
+    assert re.search(rf"^\| {log} \| - \| - \| -( \| [0-9]+ / [0-9]+){{4}} \|$", text, re.MULTILINE)
 
 
 def _repeated_steady(results: dict[str, Any], count: int, slower_from: int) -> dict[str, Any]:
@@ -200,7 +206,7 @@ def _repeated_steady(results: dict[str, Any], count: int, slower_from: int) -> d
     for number in range(1, count + 1):
         r = copy.deepcopy(template)
         r["round"] = number
-        if number % bench_run.STEADY_CHECK_EVERY and number != count:
+        if number % STEADY_CHECK_EVERY and number != count:
             r["full"], r["checks"] = None, []
         for model in MODELS:
             slower = model == "nation_revenue" and number >= slower_from

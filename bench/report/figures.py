@@ -28,6 +28,8 @@ STEADY_TARGET = 1.2
 #: The state table's file counts recorded after every steady-state refresh (metadata files:
 #: the `*.metadata.json` in its folder, absent from runs before they were counted).
 STATE_COUNTS = ("data_files", "delete_files", "snapshots", "metadata_files")
+#: A delta log's counts in a steady round's `state` are keyed by its model's name and this.
+LOG_KEY = " delta log"
 
 
 def steady_window(rounds: int) -> int:
@@ -98,7 +100,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("key ranges", ("key ranges",)),
     ("delta", ("render", "keys", "bracket", "delta", "stats")),
     ("recompute", ("recompute",)),
-    ("commit", ("commit",)),
+    ("commit", ("commit", "delta log")),  # a delta log's entry is written with the commit
     ("upkeep", ("upkeep", "compact", "expire")),
     ("cleanup", ("drop scratch",)),
     ("rebuild", ("build state",)),  # a rebuild in place (`ivm_refresh` auto or full)
@@ -142,6 +144,24 @@ def _phases(run: dict[str, Any], models: Sequence[str]) -> dict[str, dict[str, d
     return out
 
 
+def _state_counts(rounds: Sequence[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Per STATE_COUNTS of the relation recorded as `key` in the rounds' `state`: the most,
+    the last and every round's count."""
+    found: dict[str, Any] = {}
+    for count in STATE_COUNTS:
+        values = [
+            r["state"][key][count]
+            for r in rounds
+            if r.get("state", {}).get(key, {}).get(count) is not None
+        ]
+        found[count] = {
+            "max": max(values, default=None),
+            "last": values[-1] if values else None,
+            "per_round": values,
+        }
+    return found
+
+
 def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any] | None:
     """The steady-state rounds of `run` (None: there were none): per model the median refresh
     of the first and of the last STEADY_WINDOW rounds, and the state table's file counts."""
@@ -160,18 +180,8 @@ def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any]
             "last": last,
             "ratio": _ratio(last, first),
         }
-        for key in STATE_COUNTS:
-            counts = [
-                r["state"][m][key]
-                for r in rounds
-                if r.get("state", {}).get(m, {}).get(key) is not None
-            ]
-            row[key] = {
-                "max": max(counts, default=None),
-                "last": counts[-1] if counts else None,
-                "per_round": counts,
-            }
-        per_model[m] = row
+        per_model[m] = row | _state_counts(rounds, m)
+    logs = sorted({k for r in rounds for k in r.get("state", {}) if k.endswith(LOG_KEY)})
     checks = [c for r in rounds for c in r["checks"]]
     return {
         "sf": run["sf"],
@@ -179,6 +189,7 @@ def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any]
         "rounds": len(rounds),
         "window": window,
         "models": per_model,
+        "logs": {k: _state_counts(rounds, k) for k in logs},
         "checks": {"run": len(checks), "passed": sum(1 for c in checks if c["ok"])},
         "base_delete_files": {
             c["table"]: c.get("delete_files_after") for c in rounds[-1]["changes"]

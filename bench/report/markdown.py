@@ -221,7 +221,8 @@ def _steady_markdown(steady: dict[str, Any], settings: dict[str, Any]) -> list[s
             f"{w}: median refresh of rounds 1-{w} and {n - w + 1}-{n}{overlap}. State files: "
             "the state table `<model>__ivm_state`'s current snapshot after each refresh (data "
             "and delete files), its snapshots and the metadata files in its folder, the most "
-            "over the rounds / after the last."
+            "over the rounds / after the last; the same for a delta log `<model>__ivm_dlog` "
+            "(kept for an ivm model that another one reads)."
         ),
         "",
         (
@@ -231,11 +232,19 @@ def _steady_markdown(steady: dict[str, Any], settings: dict[str, Any]) -> list[s
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for model, row in steady["models"].items():
-        counts = " | ".join(f"{_n(row[k]['max'])} / {_n(row[k]['last'])}" for k in STATE_COUNTS)
         lines.append(
-            f"| {model} | {_s(row['first'])} | {_s(row['last'])} | {ratio_text(row['ratio'])} | {counts} |"
+            f"| {model} | {_s(row['first'])} | {_s(row['last'])} | {ratio_text(row['ratio'])} "
+            f"| {_counts(row)} |"
         )
+    # a delta log is written by its model's refresh: no time of its own
+    lines += [
+        f"| {log} | - | - | - | {_counts(row)} |" for log, row in steady.get("logs", {}).items()
+    ]
     return lines
+
+
+def _counts(row: dict[str, Any]) -> str:
+    return " | ".join(f"{_n(row[k]['max'])} / {_n(row[k]['last'])}" for k in STATE_COUNTS)
 
 
 def _n(value: int | None) -> str:

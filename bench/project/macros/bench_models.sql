@@ -57,3 +57,17 @@ from {{ source('bench_src', 'orders') }} o
 join {{ source('bench_src', 'customers') }} c on o.o_custkey = c.c_custkey
 join {{ source('bench_src', 'nations') }} n on c.c_nationkey = n.n_nationkey
 {% endmacro %}
+
+{#- An ivm model over an ivm model: nation_revenue rolled up by order status. It reads its
+    upstream's changes from the delta log `nation_revenue__ivm_dlog`; its table twin runs the
+    same query over the same upstream. -#}
+{% macro bench_status_revenue(upstream) %}
+select
+    o_orderstatus,
+    count(*) as nations,
+    sum(line_count) as line_count,
+    sum(revenue) as revenue,
+    max(max_price) as max_price
+from {{ upstream }}
+group by o_orderstatus
+{% endmacro %}

@@ -1,0 +1,1 @@
+{{ bench_status_revenue(ref('nation_revenue')) }}
