@@ -82,8 +82,6 @@ class Benchmark:
         #: Change rounds applied so far (the TPC-H rounds' number: part of every row's hash).
         self.round_no = 0
         self._spark: SparkSession | None = None
-        #: A state table's folder, by name (`metadata_files`).
-        self._locations: dict[str, str] = {}
         self.results: dict[str, Any] = {
             "format": 1,
             "status": "running",
@@ -318,11 +316,8 @@ class Benchmark:
     def metadata_files(self, table: str) -> int | None:
         """The `*.metadata.json` files in the table's metadata folder (a local warehouse;
         None elsewhere): what `sql/layout.BOUNDED_METADATA` must keep bounded."""
-        location = self._locations.get(table)
-        if location is None:  # a table keeps its folder while it lives: DESCRIBE it once
-            rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
-            location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
-            self._locations[table] = location
+        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+        location = next((str(r[1]) for r in rows if str(r[0]).strip() == "Location"), "")
         if not location.startswith(("file:", "/")):
             return None
         folder = Path(location.removeprefix("file:")) / "metadata"
