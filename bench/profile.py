@@ -94,7 +94,8 @@ def _final_plan(df: Any) -> Any:
 
 
 class Recorder:
-    """Wraps the executor's scratch_view to keep each checkpoint's SQL and plan."""
+    """Wraps the executor's checkpoint to keep each checkpoint's SQL and plan (the plain
+    scratch views and the measured delta alike)."""
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
@@ -104,46 +105,45 @@ class Recorder:
 
         from dbt.adapters.spark_ivm.connection_executor import ConnectionExecutor
 
-        original = ConnectionExecutor.scratch_view
+        original = ConnectionExecutor._checkpoint
         recorder = self
 
-        def scratch_view(executor: Any, select: str, view_name: str, eager: bool = True) -> bool:
-            spark = executor._local_session()
-            if spark is None:
-                return original(executor, select, view_name, eager)
-            executor.release_scratch_view(view_name)
+        def checkpoint(
+            executor: Any, spark: Any, frame: Any, view_name: str, eager: bool, select: str
+        ) -> None:
             start = time.perf_counter()
-            df = spark.sql(select)
             # as the plugin does: a lazy one is computed by the statement that counts it,
-            # so its seconds and metrics here are those of its adaptive stages only
-            rows = df.localCheckpoint(eager=eager)
+            # so its seconds here are those of planning it only; its plan is described
+            # when the round is written, after the refresh computed it
+            original(executor, spark, frame, view_name, eager, select)
             seconds = time.perf_counter() - start
-            rows.createOrReplaceTempView(view_name)
-            executor._checkpointed[view_name] = rows._jdf.queryExecution().logical()
-            try:
-                phases = df._jdf.queryExecution().tracker().phases()
-                it = phases.iterator()
-                timed = []
-                while it.hasNext():
-                    entry = it.next()
-                    timed.append(f"{entry._1()} {entry._2().durationMs()} ms")
-                rules = []
-                it = df._jdf.queryExecution().tracker().rules().iterator()
-                while it.hasNext():
-                    entry = it.next()
-                    rules.append((entry._2().totalTimeNs() / 1e6, entry._1().split(".")[-1]))
-                slowest = ", ".join(f"{name} {ms:.0f} ms" for ms, name in sorted(rules)[-6:][::-1])
-                plan = "phases: " + ", ".join(timed) + "\n"
-                plan += f"slowest rules: {slowest}\n"
-                plan += "\n".join(_metrics_tree(_final_plan(df)))
-            except Exception as exc:  # noqa: BLE001 - the plan is a diagnostic only
-                plan = f"(no plan: {exc})"
             recorder.entries.append(
-                {"view": view_name, "seconds": seconds, "sql": select, "plan": plan}
+                {"view": view_name, "seconds": seconds, "sql": select, "frame": frame}
             )
-            return True
 
-        ConnectionExecutor.scratch_view = scratch_view  # type: ignore[method-assign]
+        ConnectionExecutor._checkpoint = checkpoint  # type: ignore[method-assign]
+
+
+def _described(frame: Any) -> str:
+    """The query's phases, slowest optimizer rules and final plan with its metrics."""
+    try:
+        tracker = frame._jdf.queryExecution().tracker()
+        timed = []
+        it = tracker.phases().iterator()
+        while it.hasNext():
+            entry = it.next()
+            timed.append(f"{entry._1()} {entry._2().durationMs()} ms")
+        rules = []
+        it = tracker.rules().iterator()
+        while it.hasNext():
+            entry = it.next()
+            rules.append((entry._2().totalTimeNs() / 1e6, entry._1().split(".")[-1]))
+        slowest = ", ".join(f"{name} {ms:.0f} ms" for ms, name in sorted(rules)[-6:][::-1])
+        plan = "phases: " + ", ".join(timed) + "\n"
+        plan += f"slowest rules: {slowest}\n"
+        return plan + "\n".join(_metrics_tree(_final_plan(frame)))
+    except Exception as exc:  # noqa: BLE001 - the plan is a diagnostic only
+        return f"(no plan: {exc})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             for e in recorder.entries:
                 out.append(f"## {e['view']}: {e['seconds']:.3f} s\n")
                 out.append("```sql\n" + e["sql"] + "\n```\n")
-                out.append("```\n" + e["plan"] + "\n```\n")
+                out.append("```\n" + _described(e["frame"]) + "\n```\n")
             path = args.workdir / f"round-{number}.md"
             path.write_text("\n".join(out))
             (args.workdir / f"round-{number}.json").write_text(
