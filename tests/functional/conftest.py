@@ -94,6 +94,16 @@ def fresh_adapters() -> None:
     reset_adapters()
 
 
+@pytest.fixture(scope="class", autouse=True)
+def artifacts_written() -> Iterator[None]:
+    """dbt writes its JSON artifacts here: dbt's adapter tests read them (`test_empty` asserts
+    that run_results.json exists), where the rest of the suite turns them off
+    (`tests/conftest.py`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DBT_WRITE_JSON", "true")
+        yield
+
+
 @pytest.fixture(scope="class")
 def logs_dir(prefix: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """dbt's log folder of a test class, in a tmp dir (dbt's fixture writes into the repo)."""
