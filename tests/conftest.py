@@ -40,8 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # (the default) may rebuild a tiny table instead; its choice has tests of its own
     # (test_refresh_policy.py), which set `ivm_refresh` in the model's config.
     os.environ.setdefault(REFRESH_ENV, "incremental")
-    # No test reads dbt's artifacts (manifest.json, run_results.json, graph.gpickle): the
-    # results come from dbtRunner's return value. Writing them cost every dbt invocation
+    # No test of ours reads dbt's artifacts (manifest.json, run_results.json, graph.gpickle):
+    # the results come from dbtRunner's return value (dbt's own adapter tests do, and turn
+    # them back on: tests/functional/conftest.py). Writing them cost every dbt invocation
     # 0.18 s (a no-change refresh of one model, 0.69 -> 0.51 s, tests/README *Runtime*).
     # Compiled SQL under target/compiled and partial parsing are written either way.
     os.environ.setdefault("DBT_WRITE_JSON", "false")
