@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib import ticker
 
+from bench.report.figures import LOG_KEY
+
 FRACTION_PLOT = "refresh_vs_fraction.png"
 SCALE_PLOT = "refresh_vs_scale.png"
 STEADY_PLOT = "steady_state.png"
@@ -171,7 +173,8 @@ def plot_models(summary: dict[str, Any], path: Path) -> None:
 
 def plot_steady(steady: dict[str, Any], path: Path) -> None:
     """Per model: the refresh time of every steady-state round, and the state table's data
-    and delete files after it (right axis)."""
+    and delete files after it (right axis), with its delta log's data files where it keeps
+    one (read by an ivm model downstream)."""
     models = list(steady["models"])
     fig, axes = _grid(len(models))
     for ax, model in zip(axes, models, strict=True):
@@ -186,15 +189,16 @@ def plot_steady(steady: dict[str, Any], path: Path) -> None:
         ax.set_title(f"{model} (SF {steady['sf']:g}, {steady['fraction']:.1%} changed)")
         ax.grid(True, alpha=0.3)
         files = ax.twinx()
-        for key, color in (("data_files", "tab:green"), ("delete_files", "tab:red")):
-            counts = row[key]["per_round"]
+        series = [
+            (f"state {key.replace('_', ' ')}", row[key]["per_round"], color)
+            for key, color in (("data_files", "tab:green"), ("delete_files", "tab:red"))
+        ]
+        log = (steady.get("logs") or {}).get(f"{model}{LOG_KEY}")
+        if log:
+            series.append(("delta log data files", log["data_files"]["per_round"], "tab:purple"))
+        for label, counts, color in series:
             files.step(
-                range(1, len(counts) + 1),
-                counts,
-                where="post",
-                color=color,
-                alpha=0.6,
-                label=f"state {key.replace('_', ' ')}",
+                range(1, len(counts) + 1), counts, where="post", color=color, alpha=0.6, label=label
             )
         files.set_ylim(bottom=0)
         files.set_ylabel("files")
