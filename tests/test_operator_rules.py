@@ -13,7 +13,8 @@ each module implements, so a change to one shows here first:
 * top-k (`operators/top_k.py`): the state keeps the unlimited result, the view limits it;
 * the auxiliary split (`optimize/aux_state.py`): Agg(F ⋈ D) = Agg'(A ⋈ D) with A the facts
   pre-aggregated by their join key; for `D LEFT JOIN F` the padded row of a D row without
-  facts counts 1 in count(*) and 0 in count(x).
+  facts counts 1 in count(*) and 0 in count(x); a SELECT DISTINCT keeps A as the facts
+  grouped by join key and result columns, and stays a DISTINCT over A ⋈ D.
 """
 
 from __future__ import annotations
@@ -179,6 +180,66 @@ def test_a_left_join_keeps_its_preserved_side_as_the_dimension():
         "FROM `s`.`cust` AS `c` LEFT JOIN (SELECT * FROM a_state) AS __ivm_aux "
         "ON `__ivm_aux`.`aux_j0` = c.id AND c.name <> 'z' GROUP BY c.id, `__ivm_aux`.`aux_g0`"
     )
+
+
+STAR_SCHEMAS = {
+    **OUTER_SCHEMAS,
+    "s.cust": [("id", "int"), ("name", "string"), ("nation", "int"), ("seg", "string")],
+    "s.nat": [("nid", "int"), ("nname", "string")],
+}
+
+
+def test_a_distinct_over_inner_joins_keeps_the_facts_by_join_key_and_result_columns():
+    # Distinct_g(F ⋈ D) = Distinct_g'(A ⋈ D), A = the facts grouped by j and g_F, nothing
+    # computed: a (j, g_F) is in A exactly when some fact row has it.
+    found = aux_state.split(
+        planned(
+            "select distinct n.nname, c.seg, o.status from ords o "
+            "join cust c on o.cust = c.id join nat n on c.nation = n.nid where o.qty > 1",
+            STAR_SCHEMAS,
+        )
+    )
+    assert isinstance(found, aux_state.AuxSplit), found
+    assert (found.dimension, found.facts) == ("s.nat", ("s.ords", "s.cust"))
+    assert found.aux_sql == (
+        "SELECT c.nation AS aux_j0, c.seg AS aux_g0, o.status AS aux_g1 FROM `s`.`ords` AS `o` "
+        "INNER JOIN `s`.`cust` AS `c` ON o.cust = c.id WHERE o.qty > 1 "
+        "GROUP BY c.nation, c.seg, o.status"
+    )
+    assert found.top_sql("SELECT * FROM a_state") == (
+        "SELECT DISTINCT n.nname AS `c0`, `__ivm_aux`.`aux_g0` AS `c1`, "
+        "`__ivm_aux`.`aux_g1` AS `c2` FROM (SELECT * FROM a_state) AS __ivm_aux "
+        "INNER JOIN `s`.`nat` AS `n` ON `__ivm_aux`.`aux_j0` = n.nid"
+    )
+
+
+def test_a_distinct_over_a_left_join_pads_where_a_has_no_row():
+    # A D row without facts (or whose facts the ON rejects) meets no row of A: one padded
+    # row, as in the model.
+    found = _split(
+        "select distinct c.id, upper(o.status) as st from cust c "
+        "left join ords o on o.cust = c.id and o.qty > 0"
+    )
+    assert found.aux_sql == (
+        "SELECT o.cust AS aux_j0, UPPER(o.status) AS aux_g0 FROM `s`.`ords` AS `o` "
+        "WHERE o.qty > 0 GROUP BY o.cust, UPPER(o.status)"
+    )
+    assert found.top_sql("SELECT * FROM a_state") == (
+        "SELECT DISTINCT c.id AS `c0`, `__ivm_aux`.`aux_g0` AS `c1` FROM `s`.`cust` AS `c` "
+        "LEFT JOIN (SELECT * FROM a_state) AS __ivm_aux ON `__ivm_aux`.`aux_j0` = c.id"
+    )
+
+
+def test_a_distinct_column_mixing_both_sides_keeps_the_flat_plan():
+    found = aux_state.split(
+        planned(
+            "select distinct c.seg || n.nname as both from ords o "
+            "join cust c on o.cust = c.id join nat n on c.nation = n.nid",
+            STAR_SCHEMAS,
+        )
+    )
+    assert not isinstance(found, aux_state.AuxSplit)
+    assert "a group key mixing both sides" in str(found)
 
 
 def test_a_left_join_with_a_where_on_its_padded_side_keeps_the_flat_plan():

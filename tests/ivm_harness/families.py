@@ -473,6 +473,32 @@ FAMILIES: list[Family] = [
         """,
         config={"ivm_aux_states": "always"},
     ),
+    Family(
+        # DISTINCT (issue 37): A = the orders x customers grouped by nation, segment and
+        # status; the model a DISTINCT over A JOIN nations
+        "join3_distinct_aux",
+        (ORDERS, CUSTOMERS, NATIONS),
+        """
+        select distinct n.region, c.segment, o.status
+        from {{ source('base', 'orders') }} o
+        join {{ source('base', 'customers') }} c on o.cust = c.cid
+        join {{ source('base', 'nations') }} n on c.nation = n.nid
+        where o.qty > 0 or o.qty is null
+        """,
+        config={"ivm_aux_states": "always"},
+    ),
+    Family(
+        # a customer whose orders the ON rejects, or who has none, is one padded row
+        "left_join_distinct_aux",
+        (CUSTOMERS, ORDERS),
+        """
+        select distinct c.nation, c.segment, o.status
+        from {{ source('base', 'customers') }} c
+        left join {{ source('base', 'orders') }} o
+          on o.cust = c.cid and (o.amount > 0 or o.amount is null)
+        """,
+        config={"ivm_aux_states": "always"},
+    ),
     # --- outer joins (issue 4) ------------------------------------------------------------------
     Family(
         "left_join",

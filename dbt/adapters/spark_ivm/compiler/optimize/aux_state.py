@@ -1,7 +1,7 @@
 """Auxiliary join states: a dimension change joins a pre-aggregated state, not the facts.
 
 What it maintains (docs/architecture.md, §4; F-IVM's view trees, DBToaster's higher-order views). For an
-aggregate over inner joins whose last input D is a small table, the other inputs (the facts)
+aggregate (or a SELECT DISTINCT) over inner joins whose last input D is a small table, the other inputs (the facts)
 are joined and pre-aggregated down to their side of D's join keys and the fact columns the
 rest of the query groups by, as an ivm state A of its own; the model becomes the same
 aggregate over A JOIN D:
@@ -40,11 +40,26 @@ inner join; a remaining one is refused. Example, orders per customer:
           from customers c left join A a on a.aux_j0 = c.c_custkey
           group by c.c_custkey
 
+A SELECT DISTINCT is the aggregate that groups by its result columns and computes nothing:
+A groups the facts by j and the result columns over the facts (g_F), and the model is the
+same DISTINCT over A JOIN D (or D LEFT JOIN A), since a fact row's (j, g_F) is in A exactly
+when some fact row has it:
+
+    Distinct_g( F ⋈_(j = d) D )  =  Distinct_g'( A ⋈_(A.j = d) D ),   A = Agg_(j, g_F)( F )
+
+Example, the segments and priorities ordered per nation (the benchmark's nation_segments):
+    A   = select c.c_nationkey as aux_j0, c.c_mktsegment as aux_g0,
+                 o.o_orderpriority as aux_g1
+          from orders o join customers c on o.o_custkey = c.c_custkey
+          group by c.c_nationkey, c.c_mktsegment, o.o_orderpriority
+    top = select distinct n.n_name, a.aux_g0 as c_mktsegment, a.aux_g1 as o_orderpriority
+          from A a join nations n on a.aux_j0 = n.n_nationkey
+
 Only exact rewrites are made: sums of integral types (Spark's wrap-around is associative) and
 of decimals whose result type is not capped at 38 digits (a partial sum cannot overflow where
-the whole one does not); no avg, DISTINCT or non-decomposable aggregate, no outer join but
-one LEFT join of two inputs, no condition mixing D and the facts other than an equality.
-Anything else keeps the flat plan.
+the whole one does not); no avg, count(DISTINCT x) or non-decomposable aggregate, no outer
+join but one LEFT join of two inputs, no condition mixing D and the facts other than an
+equality. Anything else keeps the flat plan.
 """
 
 from __future__ import annotations
@@ -118,12 +133,18 @@ def exact_sum_type(arg_type: str | None) -> str | None:
 def split(plan: Plan) -> AuxSplit | Refusal:
     """The auxiliary split of a planned model, or the reason there is none."""
     query = plan.query
-    if not query.is_aggregate or query.distinct:
-        return Refusal("not an aggregate")
+    if query.distinct:
+        # SELECT DISTINCT: the result columns are the group keys of an aggregate without
+        # aggregates (see the module).
+        group_by = [o.this if isinstance(o, exp.Alias) else o for o in query.outputs]
+    elif query.is_aggregate:
+        group_by = query.group_by
+    else:
+        return Refusal("not an aggregate or a DISTINCT")
     kinds = {s.kind for s in query.steps}
     outer = len(query.inputs) == 2 and kinds == {JoinKind.LEFT}
     if len(query.inputs) < 2 or not (outer or kinds == {JoinKind.INNER}):
-        return Refusal("not an aggregate over inner joins or one LEFT join")
+        return Refusal("not an aggregate or a DISTINCT over inner joins or one LEFT join")
     if query.weights:
         # its SQL would read the state table, not the repeated rows of its view
         return Refusal("an input is a state of repeated rows")
@@ -171,7 +192,7 @@ def split(plan: Plan) -> AuxSplit | Refusal:
 
     group_cols: list[exp.Expression] = []  # A's fact-side group keys
     key_map: dict[exp.Expression, exp.Expression] = {}
-    for key in query.group_by:
+    for key in group_by:
         used = aliases(key)
         if used and used <= fact_aliases:
             if key not in key_map:
@@ -258,7 +279,9 @@ def split(plan: Plan) -> AuxSplit | Refusal:
     top_where = conj([c.copy() for c in dim_where])
     if top_where is not None:
         top = top.where(top_where)
-    if query.group_by:
+    if query.distinct:
+        top = top.distinct()
+    elif query.group_by:
         top = top.group_by(*(rewrite(k) for k in query.group_by))
     if query.having is not None:
         top = top.having(rewrite(query.having))
