@@ -140,10 +140,11 @@ class ExtremeRule(AggregateRule):
         return {self.top: top, self.full: exp.Is(this=value.copy(), expression=exp.null())}
 
     def delta(self, w: exp.Expression) -> dict[str, exp.Expression]:
-        """The delta's first `keep` values with net weights, and whether more existed, in
-        the same aggregate as the group's other helpers (no shuffle of its own): the group's
-        (x, w) rows sorted in rank order, then one pass that sums runs of equal values, drops
-        zero sums, and stops listing after `keep` + 1 values (so O(rows * keep))."""
+        """The delta's first `keep` + 1 values with net weights (a `keep` + 1-th: the delta
+        is cut), in the same aggregate as the group's other helpers (no shuffle of its own):
+        the group's (x, w) rows sorted in rank order, then one pass that sums runs of equal
+        values, drops zero sums, and stops listing after `keep` + 1 values (so O(rows *
+        keep))."""
         item = template(
             "CASE WHEN :x IS NOT NULL THEN STRUCT(:x AS v, CAST(:w AS BIGINT) AS n) END",
             x=col(self.arg_column), w=w,
@@ -166,16 +167,15 @@ class ExtremeRule(AggregateRule):
             f"__ivm_acc -> {flushed})",
             rows=rows, empty=self.empty(), nothing=exp.cast(exp.null(), value),
         )  # fmt: skip
-        return {
-            self.name("dtop"): template(f"SLICE(:l, 1, {self.keep})", l=listed),
-            self.name("dcut"): template(f"SIZE(:l) > {self.keep}", l=listed),
-        }
+        # `joined` reads both the list (its first `keep`) and the cut (its size) from this one
+        # column, so that the AGGREGATE is written, and analysed by Spark, once.
+        return {self.name("dlist"): listed}
 
     def recomputed_names(self) -> list[str]:
         return [self.top, self.full]
 
     def delta_table_columns(self) -> list[str]:
-        return [self.name("dtop"), self.name("dcut"), self.name("mtop"), self.name("mfull")]
+        return [self.name("dlist"), self.name("mtop"), self.name("mfull")]
 
     # -- per-value lists ----------------------------------------------------------------
     def first_values(self, rows: exp.Select, key_columns: list[str]) -> exp.Select:
@@ -252,8 +252,9 @@ class ExtremeRule(AggregateRule):
         once where the delta meets the stored row; `late` and `joined_flag` read them."""
         stored = exp.func("COALESCE", col(self.top, s), self.empty())
         full = exp.func("COALESCE", col(self.full, s), exp.true())
-        dlist = col(self.name("dtop"), d)
-        cut = exp.func("COALESCE", col(self.name("dcut"), d), exp.false())
+        delta = col(self.name("dlist"), d)
+        dlist = template(f"SLICE(:l, 1, {self.keep})", l=delta)
+        cut = exp.func("COALESCE", template(f"SIZE(:l) > {self.keep}", l=delta.copy()), exp.false())
         cmp = "<=" if self._is_min else ">="
         # Distinct under `<=>`, the equality the counts use (ARRAY_DISTINCT may keep -0.0
         # and 0.0 apart, which would count one value twice).
