@@ -1,10 +1,10 @@
 """Auxiliary join states: a dimension change joins a pre-aggregated state, not the facts.
 
-What it maintains (docs/architecture.md, §4; F-IVM's view trees, DBToaster's higher-order views). For an
-aggregate (or a SELECT DISTINCT) over inner joins whose last input D is a small table, the other inputs (the facts)
-are joined and pre-aggregated down to their side of D's join keys and the fact columns the
-rest of the query groups by, as an ivm state A of its own; the model becomes the same
-aggregate over A JOIN D:
+What it maintains (docs/architecture.md, §4; F-IVM's view trees, DBToaster's higher-order
+views). For an aggregate (or a SELECT DISTINCT, below) over inner joins whose last input D is
+a small table, the other inputs (the facts) are joined and pre-aggregated down to their side
+of D's join keys and the fact columns the rest of the query groups by, as an ivm state A of
+its own; the model becomes the same aggregate over A JOIN D:
 
     Agg_g( F_1 ⋈ … ⋈ F_m ⋈_(j = d) D )  =  Agg'_g( A ⋈_(A.j = d) D ),
     A = Agg_(j, g_F)( F_1 ⋈ … ⋈ F_m )       j: the facts' side of D's join equalities,
