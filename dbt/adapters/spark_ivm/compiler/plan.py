@@ -178,10 +178,6 @@ def _replace(node: exp.Expression, mapping: dict[exp.Expression, exp.Expression]
     return node.copy().transform(sub, copy=False)
 
 
-def _unalias(node: exp.Expression) -> exp.Expression:
-    return node.this if isinstance(node, exp.Alias) else node
-
-
 def plan(
     query: Query,
     output_columns: Sequence[tuple[str, str]],
@@ -194,7 +190,7 @@ def plan(
     QUERY); `arg_types` the Spark types of each aggregate's argument (None without one);
     `keep` how many values a MIN/MAX state lists per group.
     """
-    outputs = [_unalias(o) for o in query.outputs]
+    outputs = [o.unalias() for o in query.outputs]
     if len(outputs) != len(output_columns):
         raise UnsupportedQueryError(
             query.model,
@@ -221,7 +217,7 @@ def plan(
             # a branch's rows are keyed as the union types them (`union._typed`): its outputs
             # widened to the union's types first (a float branch of a double union widens as
             # a float, not as its text), then, in a bag, as text (compacted by that text)
-            raw = [_unalias(o).copy() for o in branch.query.outputs]
+            raw = [o.unalias().copy() for o in branch.query.outputs]
             branch.keys = [
                 bag_key(exp.cast(o, exp.DataType.build(t, dialect="spark")), t)
                 if bag and _floating(t)

@@ -133,10 +133,11 @@ def exact_sum_type(arg_type: str | None) -> str | None:
 def split(plan: Plan) -> AuxSplit | Refusal:
     """The auxiliary split of a planned model, or the reason there is none."""
     query = plan.query
+    results = [o.unalias() for o in query.outputs]
     if query.distinct:
         # SELECT DISTINCT: the result columns are the group keys of an aggregate without
         # aggregates (see the module).
-        group_by = [o.this if isinstance(o, exp.Alias) else o for o in query.outputs]
+        group_by = results
     elif query.is_aggregate:
         group_by = query.group_by
     else:
@@ -259,8 +260,7 @@ def split(plan: Plan) -> AuxSplit | Refusal:
         return node.copy().transform(sub, copy=True)
 
     outputs = [
-        exp.alias_(rewrite(o.this if isinstance(o, exp.Alias) else o), name, quoted=True)
-        for o, name in zip(query.outputs, plan.output_names)
+        exp.alias_(rewrite(o), name, quoted=True) for o, name in zip(results, plan.output_names)
     ]
     top_on = conj(
         [
