@@ -121,7 +121,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="markdown file whose results section is rewritten "
         "(bench/README.md; tpch: README.md in --out)",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the steady-state rounds of the run in --workdir that a kill stopped "
+        "(its results.partial.json; the same other options): an ordinary refresh finishes "
+        "the interrupted round and is checked, then the remaining rounds run",
+    )
     args = parser.parse_args(argv)
+    if args.resume and args.steady < 1:
+        parser.error("--resume: only a run with --steady rounds can be resumed")
     if args.steady < 0:
         parser.error("--steady: a number of rounds, 0 for none")
     if args.steady_check_every < 1:

@@ -110,8 +110,32 @@ class Benchmark:
             "runs": [],
         }
         self.bar: tqdm | None = None
+        if args.resume:
+            self.results = self.interrupted()
 
     # ---------------------------------------------------------------------------- plumbing
+
+    def interrupted(self) -> dict[str, Any]:
+        """The results of the run in the work directory that stopped during its steady-state
+        rounds (`--resume`); a `BenchError` if there is none or its settings differ."""
+        partial = self.workdir / "results.partial.json"
+        if not partial.exists():
+            raise BenchError(f"--resume: no interrupted run in {self.workdir} ({partial.name})")
+        found = json.loads(partial.read_text())
+        if found.get("settings") != self.results["settings"]:
+            differ = sorted(
+                k
+                for k in {*found.get("settings", {}), *self.results["settings"]}
+                if found.get("settings", {}).get(k) != self.results["settings"].get(k)
+            )
+            raise BenchError(f"--resume: options differ from the interrupted run's: {differ}")
+        runs = found.get("runs") or []
+        if not runs or "steady" not in runs[0]:
+            raise BenchError("--resume: the interrupted run had not begun its steady rounds")
+        if len(runs[0]["steady"]["rounds"]) >= self.args.steady:
+            raise BenchError("--resume: the interrupted run had done all its steady rounds")
+        found["status"] = "running"
+        return found
 
     @property
     def spark(self) -> SparkSession:
@@ -323,9 +347,10 @@ class Benchmark:
         """`count` change rounds in a row: change every base table and time the ivm refresh;
         rebuild the table twins and check every `--steady-check-every` rounds and after the
         last."""
-        steady: dict[str, Any] = {"fraction": fraction, "rounds": []}
-        run["steady"] = steady
-        for number in range(1, count + 1):
+        steady: dict[str, Any] = run.setdefault("steady", {"fraction": fraction, "rounds": []})
+        if steady["rounds"]:
+            self.finish_interrupted(steady, sf, count, fraction)
+        for number in range(len(steady["rounds"]) + 1, count + 1):
             label = f"SF {sf:g}, steady state, {fraction:.1%} changed, round {number}/{count}"
             seed = f"{self.args.seed}/{sf:g}/steady/{fraction:g}/{number}"
             applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
@@ -358,6 +383,36 @@ class Benchmark:
                 record["checks"] = self.check(label)
             steady["rounds"].append(record)
             self.done()
+
+    def finish_interrupted(
+        self, steady: dict[str, Any], sf: float, count: int, fraction: float
+    ) -> None:
+        """The round a kill interrupted (`--resume`): its changes were applied in part, in
+        whole or not at all; an ordinary refresh finishes it, and the rebuilt twins check it.
+        Recorded as that round with `"resumed": true` and no changes listed."""
+        number = len(steady["rounds"]) + 1
+        label = f"SF {sf:g}, steady state, {fraction:.1%} changed, round {number}/{count}"
+        self.say(f"{label}: resumed after a kill, an ordinary refresh finishes the round")
+        self.step(f"{label}: ivm refresh")
+        ivm = self.refresh()
+        self.say(self._describe("ivm refresh ", ivm))
+        self.step(f"{label}: full rebuild")
+        full = self.rebuild()
+        self.say(self._describe("full rebuild", full))
+        self.step(f"{label}: equality checks")
+        steady["rounds"].append(
+            {
+                "round": number,
+                "resumed": True,
+                "changes": [],
+                "changes_seconds": None,
+                "ivm": ivm.as_json(),
+                "state": self.state_files(),
+                "full": full.as_json(),
+                "checks": self.check(label),
+            }
+        )
+        self.done()
 
     def scale_factor(self, sf: float, fractions: Sequence[float], warmup: int) -> None:
         """Everything at one scale factor: data, builds, `warmup` untimed change rounds,
@@ -406,6 +461,14 @@ class Benchmark:
         warmup = self.args.warmup_rounds
         steady = self.args.steady
         steps = warmup + steady + sum(2 + self.args.reps * (1 + len(f)) for _, f in plan)
+        if self.args.resume:
+            run = self.results["runs"][0]
+            steps = steady - len(run["steady"]["rounds"])
+            with tqdm(total=steps, unit=" steps", position=0) as self.bar:
+                self.step("starting Spark")
+                self.start()
+                self.steady(run, self.args.sf, steady, self.args.steady_fraction)
+            return
         with tqdm(total=steps, unit=" steps", position=0) as self.bar:
             self.step("starting Spark")
             self.start()
@@ -429,8 +492,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "DBT_SPARK_IVM_TIMINGS": "1",
         REFRESH_ENV: args.refresh,
     }
-    bench = Benchmark(args)
-    bench.results["command"] = command
+    try:
+        bench = Benchmark(args)
+    except BenchError as exc:
+        print(f"BENCHMARK NOT STARTED: {exc}", file=sys.stderr)
+        return 2
+    if args.resume:
+        bench.results.setdefault("resumed", []).append(
+            {"command": command, "at": dt.datetime.now(dt.UTC).isoformat()}
+        )
+    else:
+        bench.results["command"] = command
     started = time.perf_counter()
     status = 0
     with environment_variables(variables):

@@ -232,6 +232,41 @@ def test_a_soak_compares_the_first_and_last_hundred(
     text = report.markdown(results, "out")
     assert "median refresh of rounds 1-100 and 151-250." in text
     assert "within 1.2x of the first 100 | 2.0x | **no** |" in text
+    assert "--resume" not in text
+    # a kill in round 120 and `--resume`: the report names the round an ordinary refresh
+    # finished
+    results["runs"][0]["steady"]["rounds"][119]["resumed"] = True
+    results["summary"] = report.summarize(results)
+    assert results["summary"]["steady"]["resumed"] == [120]
+    assert "Round 120: the process was killed and `--resume` went on" in report.markdown(
+        results, "out"
+    )
+
+
+def test_resume_needs_the_interrupted_run_with_the_same_options(tmp_path: Path) -> None:
+    """`--resume` goes on only from a run in the work directory that stopped during its
+    steady rounds, with the same options; anything else is refused before Spark starts."""
+    first = ["--sf", "0.01", "--steady", "3", "--workdir", str(tmp_path)]
+    options = [*first, "--resume"]
+    with pytest.raises(bench_run.BenchError, match="no interrupted run"):
+        bench_run.Benchmark(bench_run.parse_args(options))
+    settings = bench_run.Benchmark(bench_run.parse_args(first)).results["settings"]
+    partial = tmp_path / "results.partial.json"
+    steady = {"fraction": 0.001, "rounds": [{"round": 1}]}
+    found = {"settings": settings | {"seed": 7}, "runs": [{"sf": 0.01, "steady": steady}]}
+    partial.write_text(json.dumps(found))
+    with pytest.raises(bench_run.BenchError, match=r"options differ .*\['seed'\]"):
+        bench_run.Benchmark(bench_run.parse_args(options))
+    partial.write_text(json.dumps(found | {"settings": settings}))
+    resumed = bench_run.Benchmark(bench_run.parse_args(options)).results
+    assert resumed["runs"][0]["steady"]["rounds"] == [{"round": 1}]
+    assert resumed["status"] == "running"
+    steady["rounds"] *= 3
+    partial.write_text(json.dumps(found | {"settings": settings}))
+    with pytest.raises(bench_run.BenchError, match="done all its steady rounds"):
+        bench_run.Benchmark(bench_run.parse_args(options))
+    with pytest.raises(SystemExit):  # argparse: only a run with steady rounds resumes
+        bench_run.parse_args([*first, "--steady", "0", "--resume"])
 
 
 def test_steady_state_target(tiny_run: tuple[dict[str, Any], Path, Path]) -> None:

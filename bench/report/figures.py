@@ -191,6 +191,8 @@ def steady_summary(run: dict[str, Any], models: Sequence[str]) -> dict[str, Any]
         "models": per_model,
         "logs": {k: _state_counts(rounds, k) for k in logs},
         "checks": {"run": len(checks), "passed": sum(1 for c in checks if c["ok"])},
+        # rounds a kill interrupted and `--resume` finished with an ordinary refresh
+        "resumed": [r["round"] for r in rounds if r.get("resumed")],
         "base_delete_files": {
             c["table"]: c.get("delete_files_after") for c in rounds[-1]["changes"]
         },

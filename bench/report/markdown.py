@@ -210,6 +210,14 @@ def _steady_markdown(steady: dict[str, Any], settings: dict[str, Any]) -> list[s
         else ""
     )
     every = settings.get("steady_check_every", STEADY_WINDOW)
+    resumed = steady.get("resumed") or []
+    resumed_text = (
+        f" Round{'s' if len(resumed) > 1 else ''} {', '.join(map(str, resumed))}: the process "
+        "was killed and `--resume` went on, an ordinary refresh finishing the interrupted "
+        "round (checked)."
+        if resumed
+        else ""
+    )
     lines = [
         f"### Steady state, SF {steady['sf']:g}",
         "",
@@ -222,7 +230,7 @@ def _steady_markdown(steady: dict[str, Any], settings: dict[str, Any]) -> list[s
             "the state table `<model>__ivm_state`'s current snapshot after each refresh (data "
             "and delete files), its snapshots and the metadata files in its folder, the most "
             "over the rounds / after the last; the same for a delta log `<model>__ivm_dlog` "
-            "(kept for an ivm model that another one reads)."
+            f"(kept for an ivm model that another one reads).{resumed_text}"
         ),
         "",
         (
