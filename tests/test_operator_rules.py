@@ -239,7 +239,7 @@ def test_a_distinct_column_mixing_both_sides_keeps_the_flat_plan():
         )
     )
     assert not isinstance(found, aux_state.AuxSplit)
-    assert "a group key mixing both sides" in str(found)
+    assert "a result column of the DISTINCT mixing both sides: c.seg || n.nname" in str(found)
 
 
 def test_a_left_join_with_a_where_on_its_padded_side_keeps_the_flat_plan():

@@ -200,7 +200,8 @@ def split(plan: Plan) -> AuxSplit | Refusal:
                 key_map[key] = col(f"aux_g{len(group_cols)}", AUX_ALIAS)
                 group_cols.append(key)
         elif used and not used <= {dim.alias}:
-            return Refusal(f"a group key mixing both sides: {sql(key)}")
+            what = "a result column of the DISTINCT" if query.distinct else "a group key"
+            return Refusal(f"{what} mixing both sides: {sql(key)}")
 
     partials: list[exp.Expression] = []
     call_map: dict[exp.Expression, exp.Expression] = {}
