@@ -125,8 +125,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--resume",
         action="store_true",
         help="go on with the steady-state rounds of the run in --workdir that a kill stopped "
-        "(its results.partial.json; the same other options): an ordinary refresh finishes "
-        "the interrupted round and is checked, then the remaining rounds run",
+        "(its results.partial.json; the same other options, no scale series): an ordinary "
+        "refresh finishes the interrupted round and is checked, then the remaining rounds run",
     )
     args = parser.parse_args(argv)
     if args.resume and args.steady < 1:

@@ -118,6 +118,9 @@ class Benchmark:
     def interrupted(self) -> dict[str, Any]:
         """The results of the run in the work directory that stopped during its steady-state
         rounds (`--resume`); a `BenchError` if there is none or its settings differ."""
+        if any(sf != self.args.sf for sf in self.args.scale_sfs):
+            # the scale series runs after the steady rounds: resuming them is not built
+            raise BenchError("--resume: only a run without a scale series (--scale-sfs '')")
         partial = self.workdir / "results.partial.json"
         if not partial.exists():
             raise BenchError(f"--resume: no interrupted run in {self.workdir} ({partial.name})")

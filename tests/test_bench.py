@@ -246,8 +246,10 @@ def test_a_soak_compares_the_first_and_last_hundred(
 def test_resume_needs_the_interrupted_run_with_the_same_options(tmp_path: Path) -> None:
     """`--resume` goes on only from a run in the work directory that stopped during its
     steady rounds, with the same options; anything else is refused before Spark starts."""
-    first = ["--sf", "0.01", "--steady", "3", "--workdir", str(tmp_path)]
+    first = ["--sf", "0.01", "--steady", "3", "--scale-sfs", "", "--workdir", str(tmp_path)]
     options = [*first, "--resume"]
+    with pytest.raises(bench_run.BenchError, match="without a scale series"):
+        bench_run.Benchmark(bench_run.parse_args([*options, "--scale-sfs", "0.1"]))
     with pytest.raises(bench_run.BenchError, match="no interrupted run"):
         bench_run.Benchmark(bench_run.parse_args(options))
     settings = bench_run.Benchmark(bench_run.parse_args(first)).results["settings"]
