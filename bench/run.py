@@ -125,12 +125,9 @@ class Benchmark:
         if not partial.exists():
             raise BenchError(f"--resume: no interrupted run in {self.workdir} ({partial.name})")
         found = json.loads(partial.read_text())
-        if found.get("settings") != self.results["settings"]:
-            differ = sorted(
-                k
-                for k in {*found.get("settings", {}), *self.results["settings"]}
-                if found.get("settings", {}).get(k) != self.results["settings"].get(k)
-            )
+        was, now = found.get("settings") or {}, self.results["settings"]
+        if was != now:
+            differ = sorted(k for k in {*was, *now} if was.get(k) != now.get(k))
             raise BenchError(f"--resume: options differ from the interrupted run's: {differ}")
         runs = found.get("runs") or []
         if not runs or "steady" not in runs[0]:
@@ -349,14 +346,21 @@ class Benchmark:
     def steady(self, run: dict[str, Any], sf: float, count: int, fraction: float) -> None:
         """`count` change rounds in a row: change every base table and time the ivm refresh;
         rebuild the table twins and check every `--steady-check-every` rounds and after the
-        last."""
+        last. Rounds `run` has done already are not run again (`--resume`): the round a kill
+        interrupted had its changes applied in part, in whole or not at all, so an ordinary
+        refresh finishes it, checked, and it is recorded with `"resumed": true` and no
+        changes listed."""
         steady: dict[str, Any] = run.setdefault("steady", {"fraction": fraction, "rounds": []})
-        if steady["rounds"]:
-            self.finish_interrupted(steady, sf, count, fraction)
+        resumed = len(steady["rounds"]) + 1 if steady["rounds"] else None
         for number in range(len(steady["rounds"]) + 1, count + 1):
             label = f"SF {sf:g}, steady state, {fraction:.1%} changed, round {number}/{count}"
-            seed = f"{self.args.seed}/{sf:g}/steady/{fraction:g}/{number}"
-            applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
+            applied: list[dict[str, Any]] = []
+            change_seconds: float | None = None
+            if number == resumed:
+                self.say(f"{label}: resumed after a kill, an ordinary refresh finishes the round")
+            else:
+                seed = f"{self.args.seed}/{sf:g}/steady/{fraction:g}/{number}"
+                applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
             self.step(f"{label}: ivm refresh")
             ivm = self.refresh()
             self.say(self._describe("ivm refresh ", ivm))
@@ -377,7 +381,10 @@ class Benchmark:
                 "full": None,
                 "checks": [],
             }
-            if number % self.args.steady_check_every == 0 or number == count:
+            if number == resumed:
+                record["resumed"] = True
+            every = self.args.steady_check_every
+            if number == resumed or number % every == 0 or number == count:
                 self.step(f"{label}: full rebuild")
                 full = self.rebuild()
                 self.say(self._describe("full rebuild", full))
@@ -386,36 +393,6 @@ class Benchmark:
                 record["checks"] = self.check(label)
             steady["rounds"].append(record)
             self.done()
-
-    def finish_interrupted(
-        self, steady: dict[str, Any], sf: float, count: int, fraction: float
-    ) -> None:
-        """The round a kill interrupted (`--resume`): its changes were applied in part, in
-        whole or not at all; an ordinary refresh finishes it, and the rebuilt twins check it.
-        Recorded as that round with `"resumed": true` and no changes listed."""
-        number = len(steady["rounds"]) + 1
-        label = f"SF {sf:g}, steady state, {fraction:.1%} changed, round {number}/{count}"
-        self.say(f"{label}: resumed after a kill, an ordinary refresh finishes the round")
-        self.step(f"{label}: ivm refresh")
-        ivm = self.refresh()
-        self.say(self._describe("ivm refresh ", ivm))
-        self.step(f"{label}: full rebuild")
-        full = self.rebuild()
-        self.say(self._describe("full rebuild", full))
-        self.step(f"{label}: equality checks")
-        steady["rounds"].append(
-            {
-                "round": number,
-                "resumed": True,
-                "changes": [],
-                "changes_seconds": None,
-                "ivm": ivm.as_json(),
-                "state": self.state_files(),
-                "full": full.as_json(),
-                "checks": self.check(label),
-            }
-        )
-        self.done()
 
     def scale_factor(self, sf: float, fractions: Sequence[float], warmup: int) -> None:
         """Everything at one scale factor: data, builds, `warmup` untimed change rounds,
@@ -464,17 +441,15 @@ class Benchmark:
         warmup = self.args.warmup_rounds
         steady = self.args.steady
         steps = warmup + steady + sum(2 + self.args.reps * (1 + len(f)) for _, f in plan)
-        if self.args.resume:
-            run = self.results["runs"][0]
-            steps = steady - len(run["steady"]["rounds"])
-            with tqdm(total=steps, unit=" steps", position=0) as self.bar:
-                self.step("starting Spark")
-                self.start()
-                self.steady(run, self.args.sf, steady, self.args.steady_fraction)
-            return
+        if self.args.resume:  # only the steady rounds not done yet (`interrupted`)
+            steps = steady - len(self.results["runs"][0]["steady"]["rounds"])
         with tqdm(total=steps, unit=" steps", position=0) as self.bar:
             self.step("starting Spark")
             self.start()
+            if self.args.resume:
+                run = self.results["runs"][0]
+                self.steady(run, self.args.sf, steady, self.args.steady_fraction)
+                return
             for number, (sf, fractions) in enumerate(plan):
                 # the first scale factor warms the JVM up for all
                 self.scale_factor(sf, fractions, warmup if number == 0 else 0)
