@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ivm_harness.config import HarnessConfig
 from ivm_harness.families import FAMILIES
-from ivm_harness.runner import Harness, HarnessConfig, HarnessReport
+from ivm_harness.report import HarnessReport
+from ivm_harness.runner import Harness
 from ivm_harness.spec import collect_tables
 from support.spark_settings import apply_to_launcher
 from support.targets import stop_shared

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from ivm_harness.families import FAMILIES
-from ivm_harness.runner import HarnessReport
+from ivm_harness.report import HarnessReport
 from ivm_harness.spec import Family
 
 

@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 from ivm_harness import datagen
 from ivm_harness.compare import compare_bags, floats_close, format_diff
+from ivm_harness.config import HarnessConfig, round_kinds
 from ivm_harness.families import FAMILIES
-from ivm_harness.runner import HarnessConfig, round_kinds
 from ivm_harness.spec import Col, Family, Table, check_unique_names, collect_tables
 
 

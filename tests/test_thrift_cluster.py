@@ -32,8 +32,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ivm_harness.config import ROUND_PLAN, HarnessConfig
 from ivm_harness.families import FAMILIES
-from ivm_harness.runner import ROUND_PLAN, Harness, HarnessConfig, HarnessReport
+from ivm_harness.report import HarnessReport
+from ivm_harness.runner import Harness
 from ivm_harness.spec import collect_tables
 from support.cluster import FILES_CATALOG, NAMED_CATALOG, free_port
 from support.own_process import run_script

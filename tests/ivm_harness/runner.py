@@ -8,14 +8,11 @@ fresh run of its compiled SELECT (as bags; same column names, order and Spark ty
 
 from __future__ import annotations
 
-import os
 import random
-import secrets
 import textwrap
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +21,10 @@ import pytest
 from . import datagen
 from .check import check_relation
 from .compare import format_rows, row_sort_key
+from .config import ROUND_PLAN, HarnessConfig, round_kinds
 from .connection import SqlConnection
 from .project import DbtProject, InvocationResult, ModelResult
+from .report import Failure, HarnessReport, RoundLog, RoundTiming
 from .spec import Family, Table, check_unique_names, collect_tables
 
 MIN_MAX_KEEP_ENV = "DBT_SPARK_IVM_MIN_MAX_KEEP"
@@ -40,187 +39,9 @@ BASE_SCHEMA = "ivm_harness_base"
 #: Threads comparing relations after a round (queries of small tables: mostly latency).
 CHECK_WORKERS = 4
 
-#: Kinds of the change rounds, in order; longer runs append "mixed" rounds. The first `mixed`
-#: changes the state the build wrote (its inserts also bring keys the build had not seen);
-#: `noop` must leave every state as it is; `empty` removes every group, those the refresh
-#: created included; the last `mixed` refills them from nothing. A second `mixed` right after
-#: the first (the plan had one) exercises nothing those two do not. A `mixed` after the
-#: refill (in the plan until 2026-11-26) updates and deletes in groups that refreshes alone
-#: wrote; it left the default for the suite's time (about 200 s of the harness's 1420 s):
-#: `IVM_ROUND_PLAN=mixed,noop,empty,mixed,mixed` runs it.
-ROUND_PLAN: tuple[str, ...] = ("mixed", "noop", "empty", "mixed")
-
 
 class HarnessError(RuntimeError):
     """The harness itself could not run (as opposed to a model being wrong)."""
-
-
-# ------------------------------------------------------------------------------------------------
-# configuration
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HarnessConfig:
-    """Knobs of one harness run (all settable through environment variables).
-
-    Attributes:
-        seed: `IVM_SEED` (random when unset; always printed).
-        rounds: `IVM_ROUNDS`, number of change rounds after the build (default 4).
-        materialization: `IVM_HARNESS_MATERIALIZATION` (default `ivm`; `table` for bring-up).
-        adapter_type: `IVM_HARNESS_ADAPTER` (default `spark_ivm`; `spark` for bring-up).
-        threads: `IVM_HARNESS_THREADS`, dbt threads (default 4, as dbt users run; 1 serialises
-            the refreshes, e.g. to rule out a concurrency problem).
-        corrupt: `IVM_HARNESS_CORRUPT=<family>[:<round>]`: after that round's dbt run, insert
-            a wrong row into that family's relation (only works when it is a table), to see
-            the harness fail.
-        target: `IVM_TEST_TARGET`: `session` (embedded Spark, default), `thrift` (a loopback
-            cluster started for the run) or `thrift://host:port` (see `tests/support/targets.py`).
-        plan: `IVM_ROUND_PLAN=mixed,empty,mixed`: the kinds of the change rounds instead of
-            `ROUND_PLAN` (then `rounds` is its length); the thrift subset runs a shorter plan.
-        base_catalog: `IVM_HARNESS_BASE_CATALOG`: the catalog of the base tables (default:
-            the current one, where the models live); the thrift subset puts them in the
-            loopback server's Hadoop catalog (sources in a catalog of their own).
-    """
-
-    seed: int
-    rounds: int = len(ROUND_PLAN)
-    materialization: str = "ivm"
-    adapter_type: str = "spark_ivm"
-    threads: int = 4
-    corrupt: tuple[str, int] | None = None
-    target: str = "session"
-    plan: tuple[str, ...] = ROUND_PLAN
-    base_catalog: str | None = None
-
-    @classmethod
-    def from_env(cls, seed: int | None = None) -> HarnessConfig:
-        """Read the configuration from the environment."""
-        env = os.environ
-        if seed is None:
-            seed = int(env["IVM_SEED"]) if env.get("IVM_SEED") else secrets.randbelow(10**6)
-        corrupt = None
-        if env.get("IVM_HARNESS_CORRUPT"):
-            name, _, rnd = env["IVM_HARNESS_CORRUPT"].partition(":")
-            corrupt = (name, int(rnd) if rnd else 1)
-        plan = ROUND_PLAN
-        if env.get("IVM_ROUND_PLAN"):
-            plan = tuple(k.strip() for k in env["IVM_ROUND_PLAN"].split(",") if k.strip())
-            unknown = set(plan) - {"mixed", "noop", "empty", "all"}
-            if unknown:
-                raise ValueError(f"IVM_ROUND_PLAN: unknown round kinds {sorted(unknown)}")
-        return cls(
-            seed=seed,
-            plan=plan,
-            rounds=int(env.get("IVM_ROUNDS", str(len(plan)))),
-            materialization=env.get("IVM_HARNESS_MATERIALIZATION", "ivm"),
-            adapter_type=env.get("IVM_HARNESS_ADAPTER", "spark_ivm"),
-            threads=int(env.get("IVM_HARNESS_THREADS", "4")),
-            corrupt=corrupt,
-            target=env.get("IVM_TEST_TARGET", "").strip() or "session",
-            base_catalog=env.get("IVM_HARNESS_BASE_CATALOG", "").strip() or None,
-        )
-
-
-def round_kinds(change_rounds: int, plan: Sequence[str] = ROUND_PLAN) -> list[str]:
-    """`build` followed by the kinds of the change rounds."""
-    kinds = list(plan[:change_rounds])
-    kinds += ["mixed"] * (change_rounds - len(kinds))
-    return ["build", *kinds]
-
-
-# ------------------------------------------------------------------------------------------------
-# results
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class RoundLog:
-    """What one round did to the base tables."""
-
-    number: int
-    kind: str
-    statements: dict[str, list[str]] = field(default_factory=dict)
-
-    def describe(self, tables: Sequence[str] | None = None) -> str:
-        """The statements of this round (of `tables` first, then the others)."""
-        if not any(self.statements.values()):
-            return "  (no change to any base table)"
-        order = list(tables or []) + sorted(t for t in self.statements if t not in (tables or []))
-        lines: list[str] = []
-        for name in order:
-            stmts = self.statements.get(name)
-            if not stmts:
-                continue
-            lines.append(f"  -- {name}")
-            lines.extend("  " + s.replace("\n", "\n  ") + ";" for s in stmts)
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One family failing in one round."""
-
-    family: str
-    round: int
-    kind: str
-    text: str
-
-
-@dataclass
-class RoundTiming:
-    """Seconds spent in one round."""
-
-    number: int
-    kind: str
-    changes: float
-    dbt: float
-    check: float
-
-
-@dataclass
-class HarnessReport:
-    """Everything a harness run found."""
-
-    seed: int
-    workdir: Path
-    families: list[str]
-    failures: dict[str, list[Failure]] = field(default_factory=dict)
-    timings: list[RoundTiming] = field(default_factory=list)
-    setup_seconds: float = 0.0
-    #: dbt's execution time per model, summed over the rounds: what a family costs the suite
-    model_seconds: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        """One paragraph: seed, rounds, time, failing families."""
-        total = self.setup_seconds + sum(t.changes + t.dbt + t.check for t in self.timings)
-        lines = [
-            (
-                f"ivm harness: seed {self.seed}, {len(self.families)} families, "
-                f"{len(self.timings)} rounds, {total:.0f}s (setup {self.setup_seconds:.0f}s), "
-                f"project {self.workdir}"
-            ),
-        ]
-        for t in self.timings:
-            lines.append(
-                f"  round {t.number} {t.kind:<6} changes {t.changes:5.1f}s  dbt {t.dbt:5.1f}s"
-                f"  check {t.check:5.1f}s"
-            )
-        slowest = sorted(self.model_seconds.items(), key=lambda kv: -kv[1])[:8]
-        if slowest:
-            lines.append(
-                "  slowest models (dbt seconds, all rounds): "
-                + ", ".join(f"{name} {seconds:.0f}" for name, seconds in slowest)
-            )
-        bad = {f: v for f, v in self.failures.items() if v}
-        if bad:
-            lines.append(
-                "  failing: "
-                + ", ".join(
-                    f"{f} (rounds {', '.join(str(x.round) for x in v)})" for f, v in bad.items()
-                )
-            )
-        return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------
