@@ -1,9 +1,9 @@
 """Every docstring example of the plugin runs: a rule's tiny example is part of the suite.
 
 Each module of `dbt.adapters.spark_ivm` (and the tests' own `support.plan_probe` and
-`ivm_harness.datagen`, the benchmark's `bench.report.figures`) is one item; a module without examples passes trivially, one whose
-example no longer holds fails with doctest's report. No Spark: the examples are compiler
-rules on sqlglot trees.
+`ivm_harness.datagen`, the benchmark's `bench.report.figures` and `bench.report.targets`) is
+one item; a module without examples passes trivially, one whose example no longer holds
+fails with doctest's report. No Spark: the examples are compiler rules on sqlglot trees.
 """
 
 from __future__ import annotations
@@ -33,7 +33,14 @@ def test_the_package_has_examples():
 
 @pytest.mark.parametrize(
     "name",
-    [*MODULES, "support.plan_probe", "ivm_harness.datagen", "bench.draws", "bench.report.figures"],
+    [
+        *MODULES,
+        "support.plan_probe",
+        "ivm_harness.datagen",
+        "bench.draws",
+        "bench.report.figures",
+        "bench.report.targets",
+    ],
 )
 def test_examples_hold(name: str):
     module = importlib.import_module(name)

@@ -6,25 +6,17 @@ Pure functions over the `results.json` that bench/run.py writes.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-#: Issue 11's targets, by the main scale factor (reported, never asserted):
-#: every model at least this much faster than its rebuild at this change fraction,
-MIN_RATIO = {1.0: (0.001, 1.5)}
-#: every model's refresh at most this many seconds at this change fraction,
-MAX_SECONDS = {10.0: (0.001, 2.0)}
-#: every model faster than its rebuild at this change fraction.
-FASTER_AT = {10.0: 0.01}
-NO_CHANGE_TARGET = 0.3  # seconds per model
-GROWTH_TARGET = 1.3  # ivm time at 0.1 % at the largest SF / at the smallest
-#: Steady state: the median refresh of the last STEADY_WINDOW rounds at most STEADY_TARGET
-#: times that of the first STEADY_WINDOW (the target is reported from 2 x STEADY_WINDOW rounds);
-#: a soak of SOAK_ROUNDS or more compares the first and last SOAK_WINDOW.
+from bench.report.targets import targets
+
+#: Steady state: the median refresh of the last STEADY_WINDOW rounds at most
+#: `targets.STEADY_TARGET` times that of the first STEADY_WINDOW (the target is reported from
+#: 2 x STEADY_WINDOW rounds); a soak of SOAK_ROUNDS or more compares the first and last SOAK_WINDOW.
 STEADY_WINDOW = 10
 SOAK_ROUNDS = 200
 SOAK_WINDOW = 100
-STEADY_TARGET = 1.2
 #: The state table's file counts recorded after every steady-state refresh (metadata files:
 #: the `*.metadata.json` in its folder, absent from runs before they were counted).
 STATE_COUNTS = ("data_files", "delete_files", "snapshots", "metadata_files")
@@ -273,101 +265,5 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         "load_average": {"median": _median(loads), "max": max(loads, default=None)},
         "steady": steady_summary(main, models),
     }
-    # issue 11's targets are the star models'; the TPC-H run reports its figures only
-    summary["targets"] = targets(summary, settings) if workload(results) == "star" else []
+    summary["targets"] = targets(summary, settings, workload(results))
     return summary
-
-
-def targets(summary: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's targets with what was measured (reported, never asserted)."""
-    found: list[dict[str, Any]] = []
-    sf, fraction = settings["sf"], settings["scale_fraction"]
-
-    # (change fraction, figure, target, measured, met) for every model at this SF
-    checks: list[tuple[float, str, str, Callable[[dict], str], Callable[[dict], bool]]] = []
-    if sf in MIN_RATIO:
-        wanted, ratio = MIN_RATIO[sf]
-        checks.append(
-            (
-                wanted,
-                "ratio",
-                f"ivm >= {ratio:g}x faster than full at SF {sf:g}, {wanted:.1%} changed",
-                lambda row: ratio_text(row["ratio"]),
-                lambda row: row["ratio"] >= ratio,
-            )
-        )
-    if sf in MAX_SECONDS:
-        wanted, seconds = MAX_SECONDS[sf]
-        checks.append(
-            (
-                wanted,
-                "ivm_median",
-                f"ivm refresh <= {seconds:g} s at SF {sf:g}, {wanted:.1%} changed",
-                lambda row: f"{row['ivm_median']:.2f} s (full / ivm: {ratio_text(row['ratio'])})",
-                lambda row: row["ivm_median"] <= seconds,
-            )
-        )
-    if sf in FASTER_AT:
-        checks.append(
-            (
-                FASTER_AT[sf],
-                "ratio",
-                f"ivm faster than full at SF {sf:g}, {FASTER_AT[sf]:.1%} changed",
-                lambda row: ratio_text(row["ratio"]),
-                lambda row: row["ratio"] > 1,
-            )
-        )
-    for model, rows in summary["by_fraction"].items():
-        for wanted, figure, target, measured, met in checks:
-            row = next((x for x in rows if x["fraction"] == wanted), None)
-            if row is not None and row[figure] is not None:
-                found.append(
-                    {"target": f"{model}: {target}", "measured": measured(row), "met": met(row)}
-                )
-    worst = max(((s, m) for m, s in summary["no_change"].items() if s is not None), default=None)
-    if worst is not None:
-        found.append(
-            {
-                "target": f"no-change refresh <= {NO_CHANGE_TARGET:g} s per model "
-                "(beyond dbt's start-up)",
-                "measured": f"{worst[0]:.2f} s (slowest: {worst[1]})",
-                "met": worst[0] <= NO_CHANGE_TARGET,
-            }
-        )
-    for model, rows in summary["by_scale"].items():
-        if len(rows) > 1 and rows[0]["ivm_median"]:
-            growth = rows[-1]["ivm_median"] / rows[0]["ivm_median"]
-            found.append(
-                {
-                    "target": f"{model}: ivm refresh at {fraction:.1%} grows <= "
-                    f"{GROWTH_TARGET:g}x from SF {rows[0]['sf']:g} to SF {rows[-1]['sf']:g}",
-                    "measured": ratio_text(growth),
-                    "met": growth <= GROWTH_TARGET,
-                }
-            )
-    steady = summary.get("steady")
-    if steady and steady["rounds"] >= 2 * steady["window"]:
-        window = steady["window"]
-        for model, row in steady["models"].items():
-            if row["ratio"] is not None:
-                found.append(
-                    {
-                        "target": f"{model}: steady state, median refresh of the last "
-                        f"{window} of {steady['rounds']} rounds within "
-                        f"{STEADY_TARGET:g}x of the first {window}",
-                        "measured": ratio_text(row["ratio"]),
-                        "met": row["ratio"] <= STEADY_TARGET,
-                    }
-                )
-    return found
-
-
-def ratio_text(value: float | None) -> str:
-    """`12x`, `1.5x`, `0.42x`: a ratio at the precision its size needs.
-
-    >>> ratio_text(12.3), ratio_text(1.54), ratio_text(0.421), ratio_text(None)
-    ('12x', '1.5x', '0.42x', '-')
-    """
-    if value is None:
-        return "-"
-    return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"

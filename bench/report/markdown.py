@@ -9,10 +9,10 @@ from bench.report.figures import (
     PHASES,
     STATE_COUNTS,
     STEADY_WINDOW,
-    ratio_text,
     workload,
 )
 from bench.report.plots import FRACTION_PLOT, MODEL_PLOT, SCALE_PLOT, STEADY_PLOT
+from bench.report.targets import ratio_text
 
 START = "<!-- results:start -->"
 END = "<!-- results:end -->"
