@@ -92,7 +92,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--rebuild-first",
         action="store_true",
         help="in each change round time the full rebuild before the ivm refresh (the "
-        "second reader of a change may find its files cached)",
+        "second reader of a change may find its files cached); the twins that read an ivm "
+        "model are rebuilt again, untimed, after the refresh",
     )
     parser.add_argument(
         "--rows-per-file",
