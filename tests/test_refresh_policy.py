@@ -204,3 +204,36 @@ def test_the_history_shows_each_runs_rows_and_snapshots(project: SmallProject):
     assert [line.split()[2] for line in shown] == ["build", "refresh", "refresh"], shown
     for line, rows, head in zip(shown, ["+2 ~0 -0", "+1 ~1 -0", "+0 ~1 -1"], heads):
         assert f"rows {rows}" in line and line.endswith(f"snapshots {SCHEMA}.events {head}"), line
+
+
+EXTREMES_SQL = (
+    f"select k, count(*) as n, min(x) as lo, max(x) as hi from {SCHEMA}.spread group by k"
+)
+
+
+def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(project: SmallProject):
+    """A delete of a group's maximum makes its MIN/MAX lists recompute from the base table,
+    which reads it three times over (`recompute_cost.py`): `auto` rebuilds in place instead,
+    `incremental` recomputes; both exact."""
+    p = project
+    p.base_table("spread", "k string, x int")
+    for batch in range(10):  # ten files: one row's delete rewrites a tenth of the bytes
+        rows = ", ".join(f"('{'ab'[i % 2]}', {batch * 10 + i})" for i in range(10))
+        p.sql(f"INSERT INTO {SCHEMA}.spread VALUES {rows}")
+    _write(p, "extremes", "auto", EXTREMES_SQL)
+    _write(p, "extremes_inc", "incremental", EXTREMES_SQL)
+    built = _message(p, "extremes", "extremes_inc")
+    assert all(m.startswith("built") for m in built.values()), built
+
+    p.sql(f"DELETE FROM {SCHEMA}.spread WHERE x = 98")  # group 'a''s maximum
+    done = _message(p, "extremes", "extremes_inc")
+    assert done["extremes"].startswith(
+        "rebuilt in place (the delta asks to recompute 1 group from the base tables, which "
+        "reads them 3 times over"
+    ), done
+    assert "est. recompute" in done["extremes"], done
+    assert done["extremes_inc"].startswith("refreshed"), done
+    assert "1 groups recomputed" in done["extremes_inc"], done
+    for model in ("extremes", "extremes_inc"):
+        _equal(p, model, EXTREMES_SQL)
+        assert _is_view(p, model)

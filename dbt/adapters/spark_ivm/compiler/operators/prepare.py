@@ -46,6 +46,11 @@ class Run(Protocol):
         """A point where a test may make the refresh fail (`runtime/failpoints.py`)."""
         ...
 
+    def may_recompute(self, groups: int, reads: int) -> None:
+        """Before `groups` groups are recomputed in `reads` reads of the inputs: the run
+        raises where it rebuilds the state instead (`runtime/recompute_cost.py`)."""
+        ...
+
 
 @dataclass(frozen=True)
 class MetaWrite:

@@ -252,6 +252,8 @@ def prepare(
         return Prepared(None, keys, recomputed=recomputed)
     recomputed_table = None
     if recomputed:
+        # The recompute reads the inputs once, and once more per value list it ranks.
+        run.may_recompute(recomputed, 1 + len(plan.ranked_rules))
         recomputed_table = names.recomputed
         select = recompute_select(plan, renderer, names.delta)
         run.compute_scratch("recompute", recomputed_table, select)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import ConcurrentCommitError
@@ -41,6 +42,7 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
     cost,
     facts,
     logs,
+    recompute_cost,
     view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord
@@ -260,6 +262,8 @@ class Maintainer:
             raise Rebuild(choice.why, in_place=True)
         if self.policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
             self.session.log(f"ivm model '{self.model}': refresh: {choice.why}")
+        rebuild = choice.guess.rebuild if choice.guess else None
+        self.session.recompute_instead = partial(recompute_cost.weigh, self.policy, rebuild)
         size = sum(c.bytes for c in changes)
         return cost.Run(cost.REFRESH, self.started_ms, None, size, inputs, snapshots=reflected)
 

@@ -29,6 +29,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     describe_columns,
     relation_properties,
 )
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -67,6 +68,9 @@ class Session:
     scratch: list[str] = field(default_factory=list)  # session views this run created
     columns: dict[str, str] | None = None  # the state table's column types, once read
     sole: bool | None = None  # no other process can commit to the state (`guards_commits`)
+    # Why the refresh rebuilds instead of recomputing (groups, reads) -> reason or None: set
+    # once the run chose to refresh (`recompute_cost.weigh`); None: it always recomputes.
+    recompute_instead: Callable[[int, int], str | None] | None = None
 
     # -- statements -----------------------------------------------------------------------
     def timed(self, label: str, call: Callable[[], T]) -> T:
@@ -87,6 +91,13 @@ class Session:
         failpoints.checkpoint(self.model, step)
 
     # -- scratch relations ----------------------------------------------------------------
+    def may_recompute(self, groups: int, reads: int) -> None:
+        """`Rebuild` (in place) where the run rebuilds rather than recompute `groups` groups
+        in `reads` reads of the inputs."""
+        why = self.recompute_instead(groups, reads) if self.recompute_instead else None
+        if why is not None:
+            raise Rebuild(why, in_place=True)
+
     def compute_scratch(
         self, label: str, name: str, select: exp.Expression, eager: bool = True
     ) -> None:
