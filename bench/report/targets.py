@@ -116,38 +116,52 @@ def tpch_mor(summary: dict[str, Any]) -> list[dict[str, Any]]:
     for fraction in sorted(
         {r["fraction"] for rows in summary["by_fraction"].values() for r in rows}
     ):
-        ratios: list[float] = []
-        missed: list[str] = []
-        for query, rows in summary["by_fraction"].items():
-            row = next((r for r in rows if r["fraction"] == fraction), None)
-            if row is None or row["ratio"] is None:
-                continue
-            ratio = row["ratio"]
-            ratios.append(ratio)
-            if not (ratio >= TPCH_MOR_RATIO or (row.get("rebuilt") and ratio >= 1 / SLOWEST)):
-                rebuilt = f" (rebuilt {row['rebuilt']})" if row.get("rebuilt") else ""
-                missed.append(f"{query} {ratio_text(ratio)}{rebuilt}")
-        if not ratios:
+        rows = _with_ratio(summary, fraction)
+        if not rows:
             continue
+        missed = [
+            f"{query} {ratio_text(row['ratio'])}"
+            + (f" (rebuilt {row['rebuilt']})" if row.get("rebuilt") else "")
+            for query, row in rows
+            if not (
+                row["ratio"] >= TPCH_MOR_RATIO
+                or (row.get("rebuilt") and row["ratio"] >= 1 / SLOWEST)
+            )
+        ]
         shown = f"; missed: {', '.join(missed)}" if missed else ""
-        where = f"SF {summary['sf']:g}, {fraction:.1%} changed, merge-on-read bases"
+        where = f"(SF {summary['sf']:g}, {fraction:.1%} changed, merge-on-read bases)"
         found.append(
             _row(
                 f"every query >= {TPCH_MOR_RATIO:g}x faster than its rebuild, or within "
-                f"{SLOWEST:g}x where auto rebuilt it ({where})",
-                f"{len(ratios) - len(missed)} of {len(ratios)} met{shown}",
+                f"{SLOWEST:g}x where auto rebuilt it {where}",
+                f"{len(rows) - len(missed)} of {len(rows)} met{shown}",
                 not missed,
             )
         )
-        median = statistics.median(ratios)
-        found.append(
-            _row(
-                f"the median query >= {TPCH_MOR_MEDIAN:g}x faster than its rebuild ({where})",
-                ratio_text(median),
-                median >= TPCH_MOR_MEDIAN,
-            )
-        )
+        found.append(_median(rows, "query", TPCH_MOR_MEDIAN, where))
     return found
+
+
+def _with_ratio(summary: dict[str, Any], fraction: float) -> list[tuple[str, dict[str, Any]]]:
+    """Every model's (or query's) row at `fraction` that has a ratio, by name."""
+    return [
+        (name, row)
+        for name, rows in summary["by_fraction"].items()
+        for row in rows
+        if row["fraction"] == fraction and row["ratio"] is not None
+    ]
+
+
+def _median(
+    rows: list[tuple[str, dict[str, Any]]], what: str, wanted: float, where: str
+) -> dict[str, Any]:
+    """The target: the median of `rows`' ratios at least `wanted`."""
+    median = statistics.median(row["ratio"] for _, row in rows)
+    return _row(
+        f"the median {what} >= {wanted:g}x faster than its rebuild {where}",
+        ratio_text(median),
+        median >= wanted,
+    )
 
 
 def targets(
@@ -165,23 +179,10 @@ def targets(
         found.append(slowest)
     sf = summary["sf"]
     if sf in MEDIAN_RATIO:
-        wanted, ratio = MEDIAN_RATIO[sf]
-        ratios = [
-            row["ratio"]
-            for rows in summary["by_fraction"].values()
-            for row in rows
-            if row["fraction"] == wanted and row["ratio"] is not None
-        ]
-        if ratios:
-            median = statistics.median(ratios)
-            found.append(
-                _row(
-                    f"the median model >= {ratio:g}x faster than its rebuild at SF {sf:g}, "
-                    f"{wanted:.1%} changed",
-                    ratio_text(median),
-                    median >= ratio,
-                )
-            )
+        fraction, ratio = MEDIAN_RATIO[sf]
+        rows = _with_ratio(summary, fraction)
+        if rows:
+            found.append(_median(rows, "model", ratio, f"at SF {sf:g}, {fraction:.1%} changed"))
     return found
 
 
