@@ -260,6 +260,12 @@ def recompute_select(plan: Plan, renderer: TermRenderer, delta: str) -> exp.Sele
     return _with_ranked_lists(plan, select, [n for n, _ in projections], lists)
 
 
+def recompute_reads(plan: Plan) -> int:
+    """How often `recompute_select` reads the model's inputs whole: once for the aggregates
+    and once per MIN/MAX value list it ranks (each list's sample read stops at its LIMIT)."""
+    return 1 + len(plan.ranked_rules)
+
+
 def view_select(plan: Plan, state: str) -> str:
     """The model's relation: visible columns only, each cast to Spark's type for the SELECT."""
     select = exp.Select()

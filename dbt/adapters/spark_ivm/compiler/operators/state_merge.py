@@ -48,7 +48,13 @@ from dbt.adapters.spark_ivm.compiler.operators.prepare import (
     Run,
 )
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.render import MATCHED, NEW_COUNT, recompute_select, typed
+from dbt.adapters.spark_ivm.compiler.render import (
+    MATCHED,
+    NEW_COUNT,
+    recompute_reads,
+    recompute_select,
+    typed,
+)
 from dbt.adapters.spark_ivm.compiler.sql.merge import When, merge_into
 from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, meta_unchanged
 from dbt.adapters.spark_ivm.compiler.sql.templates import (
@@ -252,8 +258,7 @@ def prepare(
         return Prepared(None, keys, recomputed=recomputed)
     recomputed_table = None
     if recomputed:
-        # The recompute reads the inputs once, and once more per value list it ranks.
-        run.may_recompute(recomputed, 1 + len(plan.ranked_rules))
+        run.may_recompute(recomputed, recompute_reads(plan))
         recomputed_table = names.recomputed
         select = recompute_select(plan, renderer, names.delta)
         run.compute_scratch("recompute", recomputed_table, select)

@@ -5,7 +5,7 @@ non-decomposable aggregate exact only from its rows) recomputes the group from t
 tables (`render.recompute_select`). Which groups is known only once the delta is computed,
 after `cost.py` chose to refresh. The recompute reads the inputs whole however few groups
 it asks for (their keys filter rows, not files): once for the aggregates, and once more for
-each MIN/MAX value list it ranks (`Plan.ranked_rules`), where a rebuild in place reads them
+each MIN/MAX value list it ranks (`render.recompute_reads`), where a rebuild in place reads them
 once. So, with `reads` the recompute's reads of the inputs and `rebuild` the rebuild's
 estimated seconds (`cost.Estimate.rebuild`):
 
