@@ -12,9 +12,24 @@ from dbt.adapters.spark_ivm.compiler.runtime.cost import Policy
 BENCH_DIR = Path(__file__).resolve().parent
 #: The star workload (bench/datagen.py, bench/project) or the 22 TPC-H queries.
 WORKLOADS = ("star", "tpch")
+#: Which reads a change round's change first (`--order`).
+ORDERS = ("alternate", "ivm-first", "table-first")
 #: Steady-state rounds between two rebuilds of the table twins and equality checks (and one
 #: after the last round), unless `--steady-check-every` says otherwise.
 STEADY_CHECK_EVERY = 10
+
+
+def tables_first(order: str, round_no: int) -> bool:
+    """Does change round `round_no` (counted from 1, warm-up rounds included) time the
+    table rebuild before the ivm refresh? In turn under `alternate`, so that over a run's
+    rounds each reads the change first as often.
+
+    >>> [tables_first("alternate", n) for n in (1, 2, 3)], tables_first("ivm-first", 2)
+    ([False, True, False], False)
+    """
+    return order == "table-first" or (order == "alternate" and round_no % 2 == 0)
+
+
 DESCRIPTION = (
     "The ivm benchmark: incremental refresh against full rebuild on TPC-H-shaped Iceberg data."
 )
@@ -89,11 +104,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="untimed change rounds before the first measurement (JIT, class loading)",
     )
     parser.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="alternate",
+        help="which of the two reads a round's change first: the ivm refresh, the table "
+        "rebuild, or each in turn, round by round (the default: the first reader of a change "
+        "finds its files cold, the second may find them cached); where the tables go first, "
+        "the twins that read an ivm model are rebuilt again, untimed, after the refresh",
+    )
+    parser.add_argument(
         "--rebuild-first",
-        action="store_true",
-        help="in each change round time the full rebuild before the ivm refresh (the "
-        "second reader of a change may find its files cached); the twins that read an ivm "
-        "model are rebuilt again, untimed, after the refresh",
+        dest="order",
+        action="store_const",
+        const="table-first",
+        help="the same as --order table-first",
     )
     parser.add_argument(
         "--rows-per-file",

@@ -39,7 +39,7 @@ from bench import changes, checks, datagen, report, tpch_workload
 from bench.dbt_runs import PROJECT_DIR, BenchError, Dbt, Invocation, environment_variables
 from bench.load import load as load_tables
 from bench.machine import environment
-from bench.options import parse_args
+from bench.options import parse_args, tables_first
 from bench.report.figures import LOG_KEY
 from dbt.adapters.spark_ivm.compiler.capture.delta_log import LOG_SUFFIX
 from dbt.adapters.spark_ivm.compiler.runtime.cost import REFRESH_ENV
@@ -101,6 +101,7 @@ class Benchmark:
                 "steady_check_every": args.steady_check_every,
                 "seed": args.seed,
                 "warmup_rounds": args.warmup_rounds,
+                "order": args.order,
                 "rows_per_file": None if self.tpch else args.rows_per_file,
                 "driver_memory": args.driver_memory,
                 "shuffle_partitions": args.shuffle_partitions,
@@ -275,13 +276,14 @@ class Benchmark:
         seed = f"{self.args.seed}/{sf:g}/{fraction:g}/{rep}"
         applied, change_seconds = self.apply_changes(seed, sf, fraction, label)
         sides = [("ivm refresh ", self.refresh), ("full rebuild", self.rebuild)]
+        table_first = tables_first(self.args.order, self.round_no)
         timed: dict[str, Invocation] = {}
-        for what, run in reversed(sides) if self.args.rebuild_first else sides:
+        for what, run in reversed(sides) if table_first else sides:
             self.step(f"{label}: {what.strip()}")
             timed[what] = run()
             self.say(self._describe(what, timed[what]))
         ivm, full = (timed[what] for what, _ in sides)
-        if self.args.rebuild_first:
+        if table_first:
             # A twin that reads an ivm model (status_revenue_full reads nation_revenue) was
             # rebuilt over the models as the previous round left them: again, untimed.
             self.dbt.run("--select", "tag:full,tag:ivm+")
@@ -293,6 +295,7 @@ class Benchmark:
                 "rep": rep,
                 "changes": applied,
                 "changes_seconds": change_seconds,
+                "first": "full" if table_first else "ivm",
                 "ivm": ivm.as_json(),
                 "full": full.as_json(),
                 "checks": found,

@@ -38,6 +38,7 @@ def test_the_package_has_examples():
         "support.plan_probe",
         "ivm_harness.datagen",
         "bench.draws",
+        "bench.options",
         "bench.report.figures",
         "bench.report.targets",
     ],

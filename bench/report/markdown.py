@@ -22,6 +22,14 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+#: How `--order` reads in the results' first paragraph (runs before it: the ivm refresh first).
+_ORDER = {
+    "ivm-first": "the ivm refresh timed before the table rebuild in each round",
+    "table-first": "the table rebuild timed before the ivm refresh in each round",
+    "alternate": "the ivm refresh and the table rebuild reading each round's change first in turn",
+}
+
+
 def markdown(results: dict[str, Any], image_dir: str) -> str:
     """The results section: machine, versions, tables of medians, targets, plots."""
     s, settings = results["summary"], results["settings"]
@@ -54,7 +62,8 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
             f"{data}, "
             f"`--base-write-mode {settings.get('base_write_mode', 'copy-on-write')}`, seed "
             f"{settings['seed']}, median of {settings['reps']} repetitions after "
-            f"{settings.get('warmup_rounds', 0)} untimed warm-up round(s); the whole run took "
+            f"{settings.get('warmup_rounds', 0)} untimed warm-up round(s), "
+            f"{_ORDER[settings.get('order', 'ivm-first')]}; the whole run took "
             f"{results['seconds'] / 60:.0f} min. Equality checks (ivm model = its table twin): "
             f"{s['checks']['passed']} of {s['checks']['run']} passed. The machine's 1-minute load "
             f"average when a timed `dbt run` started: median {_s(load['median'])}, max "
