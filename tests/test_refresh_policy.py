@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from support.small_project import SmallProject
 from support.targets import SESSION
 
-from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, REBUILD_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, PAUSE_ENV, REBUILD_STEP
 
 SCHEMA = "ivm_policy"
 AGG_SQL = f"select k, count(*) as n, sum(x) as s, max(x) as mx from {SCHEMA}.base group by k"
@@ -206,15 +208,31 @@ def test_the_history_shows_each_runs_rows_and_snapshots(project: SmallProject):
         assert f"rows {rows}" in line and line.endswith(f"snapshots {SCHEMA}.events {head}"), line
 
 
+#: How long the test holds a refresh before it finds that it must rebuild (seconds).
+HELD_S = 5.0
+
+
+def _resume_after(paused: Path, resume: Path) -> None:
+    """Let a run held at a failpoint go on `HELD_S` seconds after it paused."""
+    deadline = time.monotonic() + 300
+    while not paused.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(HELD_S)
+    resume.write_text("go")
+
+
 EXTREMES_SQL = (
     f"select k, count(*) as n, min(x) as lo, max(x) as hi from {SCHEMA}.spread group by k"
 )
 
 
-def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(project: SmallProject):
+def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(
+    project: SmallProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     """A delete of a group's maximum makes its MIN/MAX lists recompute from the base table,
     which reads it three times over (`recompute_cost.py`): `auto` rebuilds in place instead,
-    `incremental` recomputes; both exact."""
+    `incremental` recomputes; both exact. The history times that rebuild as a rebuild, not
+    as the refresh it replaced (the next estimate of a rebuild reads it)."""
     p = project
     p.base_table("spread", "k string, x int")
     for batch in range(10):  # ten files: one row's delete rewrites a tenth of the bytes
@@ -226,7 +244,16 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(project: Smal
     assert all(m.startswith("built") for m in built.values()), built
 
     p.sql(f"DELETE FROM {SCHEMA}.spread WHERE x = 98")  # group 'a''s maximum
-    done = _message(p, "extremes", "extremes_inc")
+    # The refresh of `extremes` is held after its delta, before it learns that it must
+    # recompute: the rebuild it turns into is timed from its choice, without that wait.
+    resume = tmp_path / "resume"
+    monkeypatch.setenv(PAUSE_ENV, f"delta:{resume}")
+    paused = Path(f"{resume}.extremes.paused")
+    threading.Thread(target=_resume_after, args=(paused, resume), daemon=True).start()
+    done = _message(p, "extremes")
+    monkeypatch.delenv(PAUSE_ENV)
+    assert paused.exists(), "the refresh was not held"
+    done.update(_message(p, "extremes_inc"))
     assert done["extremes"].startswith(
         "rebuilt in place (the delta asks to recompute 1 group from the base tables, which "
         "reads them 3 times over"
@@ -237,3 +264,9 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(project: Smal
     for model in ("extremes", "extremes_inc"):
         _equal(p, model, EXTREMES_SQL)
         assert _is_view(p, model)
+    # The next run that finds a change times the rebuild by the state's last commit.
+    p.sql(f"INSERT INTO {SCHEMA}.spread VALUES ('a', 1)")
+    assert not _message(p, "extremes")["extremes"].startswith("built")
+    runs = p.sql(_history_query(f"{SCHEMA}.extremes__ivm_state"))
+    assert [r[1] for r in runs[:2]] == ["build", "rebuild"], runs
+    assert 0 < runs[1][2] < HELD_S, runs  # the rebuild's seconds: not the held refresh's

@@ -25,7 +25,9 @@ guide to a rebuild's (the first run of a process pays for the JVM's warm-up, mea
 `KEEP` runs, `auto` also rebuilds, to time one, where the refresh's estimate is at least half
 the rebuild's. A run's seconds are
 known only once its commit is: the next run reads them from the time of the state's last
-commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too.
+commit (`Head.updated_ms`) less the time the run started, so a run's upkeep counts too; a
+rebuild that a refresh turned into after its delta (`recompute_cost.py`) is timed from the
+choice to refresh, without the capture and delta it threw away.
 That read (and a reload of the state's table) is made only by a run that found a change, under
 every policy: a run that finds none reads one head per base and records nothing.
 
@@ -86,7 +88,9 @@ class Run:
     """
 
     mode: str  # "build", "rebuild" or "refresh"
-    started_ms: int  # when the run started (epoch ms, the dbt process's clock)
+    # When the run started (epoch ms, the dbt process's clock); a rebuild a refresh turned
+    # into: less the refresh's capture and delta (`refresh.Maintainer._rebuild_started`).
+    started_ms: int
     seconds: float | None  # start to the state's last commit (None: not known yet)
     change: int = 0  # bytes of input files the commits since the watermark added or removed
     inputs: int = 0  # bytes of all inputs' files
