@@ -89,7 +89,7 @@ class Run:
 
     mode: str  # "build", "rebuild" or "refresh"
     # When the run started (epoch ms, the dbt process's clock); a rebuild a refresh turned
-    # into: less the refresh's capture and delta (`refresh.Maintainer._rebuild_started`).
+    # into: less the refresh's capture and delta (`choice.rebuild_started`).
     started_ms: int
     seconds: float | None  # start to the state's last commit (None: not known yet)
     change: int = 0  # bytes of input files the commits since the watermark added or removed

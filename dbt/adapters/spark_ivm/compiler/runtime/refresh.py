@@ -22,10 +22,8 @@ Steps of a refresh: pin snapshots -> write logs -> delta table -> recompute -> c
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import ConcurrentCommitError
@@ -36,16 +34,14 @@ from dbt.adapters.spark_ivm.compiler.operators.top_k import TopK
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import (
-    base_tables,
     build,
+    choice,
     commit,
     cost,
     facts,
     logs,
-    recompute_cost,
     view,
 )
-from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REPLACED_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
@@ -119,7 +115,7 @@ class Maintainer:
     # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
     policy: cost.Policy = cost.Policy.AUTO
     runs: list[cost.Run] = field(default_factory=list)
-    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    started_ms: int = field(default_factory=choice.now_ms)
     # When this run chose to refresh (None: it did not): a rebuild that the refresh turns
     # into later (`Session.may_recompute`) is timed from here (`_build`).
     chose_ms: int | None = None
@@ -168,7 +164,7 @@ class Maintainer:
                 self.unchanged_facts = meta.facts
                 return self._unchanged(heads)
             # Under every policy: the history is read only here, once a base changed.
-            self.runs = self._history(meta)
+            self.runs = choice.history(self.session, meta)
             recorded = facts.recorded_facts(self.session, meta, heads)
         plan = self.plan_state(default_db, recorded)
         self.last_plan = plan
@@ -185,31 +181,8 @@ class Maintainer:
             finally:
                 if not self.keep_scratch:  # else the caller reads the delta table first
                     self.session.drop_scratch()
-        return self._build(plan, digest, reason, in_place, self._rebuild_started())
-
-    def _rebuild_started(self) -> int:
-        """When this run's rebuild started, as its record says: the run's start, but for a
-        rebuild the refresh turned into after its capture and delta (`Session.may_recompute`),
-        whose time up to the choice to refresh counts (a rebuild chosen up front reads the
-        same) and not the capture and delta it threw away, so that the next estimate of a
-        rebuild is of a rebuild (at SF 10, 1 %: 4-14 s of a 25-55 s run)."""
-        if self.chose_ms is None:
-            return self.started_ms
-        return self.started_ms + max(0, int(time.time() * 1000) - self.chose_ms)
-
-    def _history(self, meta: StateMeta) -> list[cost.Run]:
-        """The state's recorded runs, the last one timed by the state's last commit and, a
-        build, counted by the state's rows where the JVM reads them without a Spark job (read
-        only when a base changed: a run that finds no change reads one head per base)."""
-        state = self.target.state
-        try:
-            committed = self.session.current_heads([state])[state].updated_ms
-        except Exception:  # noqa: BLE001 - the refresh finds out what is wrong with the state
-            committed = None
-        runs = cost.timed(cost.history(meta.recorded), committed)
-        if cost.uncounted(runs):
-            runs = cost.counted(runs, self.session.summary_rows())
-        return runs
+        started = choice.rebuild_started(self.started_ms, self.chose_ms, choice.now_ms())
+        return self._build(plan, digest, reason, in_place, started)
 
     def _unchanged(self, heads: dict[str, Head]) -> Outcome:
         changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
@@ -254,32 +227,6 @@ class Maintainer:
         heads = self.session.current_heads(relations)
         self.session.checkpoint("capture")
         return heads
-
-    def _choose(
-        self,
-        meta: StateMeta,
-        heads: dict[str, Head],
-        metadata: dict[str, base_tables.TableMetadata],
-        bases: dict[str, BaseRecord],
-    ) -> cost.Run:
-        """This run's record; `Rebuild` (in place) where the policy or the estimates say
-        rebuild (`cost.py`). Reads nothing: the changed inputs' metadata is read already."""
-        heads_now = {r: h.snapshot for r, h in heads.items()}
-        reflected = cost.reflecting(heads_now)
-        changes = cost.changes(metadata, meta.watermarks, heads_now)
-        if changes is None:
-            return cost.Run(cost.REFRESH, self.started_ms, None, snapshots=reflected)
-        inputs = cost.input_bytes(bases)
-        choice = cost.weigh(self.policy, self.runs, changes, inputs)
-        if choice.rebuild:
-            raise Rebuild(choice.why, in_place=True)
-        if self.policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
-            self.session.log(f"ivm model '{self.model}': refresh: {choice.why}")
-        rebuild = choice.guess.rebuild if choice.guess else None
-        self.session.recompute_instead = partial(recompute_cost.weigh, self.policy, rebuild)
-        self.chose_ms = int(time.time() * 1000)
-        size = sum(c.bytes for c in changes)
-        return cost.Run(cost.REFRESH, self.started_ms, None, size, inputs, snapshots=reflected)
 
     def _build(
         self,
@@ -353,7 +300,10 @@ class Maintainer:
             heads = self._pin(query.relations)
         pinned = {r: h.snapshot for r, h in heads.items()}
         metadata, bases = facts.check_bases(self.session, query, meta, heads)
-        run = self._choose(meta, heads, metadata, bases)
+        run = choice.choose(
+            self.session, self.policy, self.runs, self.started_ms, meta, heads, metadata, bases
+        )
+        self.chose_ms = choice.now_ms()
         captured = logs.write_logs(self.session, query, watermarks, pinned, metadata, self.handoff)
         self.session.checkpoint("logs")
         methods = captured.methods
