@@ -37,6 +37,8 @@ def test_the_package_has_examples():
         *MODULES,
         "support.plan_probe",
         "ivm_harness.datagen",
+        "ivm_harness.config",
+        "ivm_harness.project",
         "bench.draws",
         "bench.options",
         "bench.report.figures",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,14 @@ from dataclasses import dataclass
 #: wrote; it left the default for the suite's time (about 200 s of the harness's 1420 s):
 #: `IVM_ROUND_PLAN=mixed,noop,empty,mixed,mixed` runs it.
 ROUND_PLAN: tuple[str, ...] = ("mixed", "noop", "empty", "mixed")
+#: The change round in which a seeded share of the ivm models (1 in `REBUILT_SHARE`) runs with
+#: `ivm_refresh=full`, i.e. is rebuilt in place (`INSERT OVERWRITE` of its states, as `auto`
+#: rebuilds where a refresh would cost more), so that the rounds after it refresh states
+#: that a rebuild in place wrote, and a model over one reads its overwrite commit.
+REBUILT_ROUND = 1
+REBUILT_SHARE = 4
+#: The dbt var listing the models that run with `ivm_refresh=full` (`project.model_sql`).
+REBUILT_VAR = "ivm_harness_rebuilt"
 
 
 @dataclass(frozen=True)
@@ -85,3 +94,22 @@ def round_kinds(change_rounds: int, plan: Sequence[str] = ROUND_PLAN) -> list[st
     kinds = list(plan[:change_rounds])
     kinds += ["mixed"] * (change_rounds - len(kinds))
     return ["build", *kinds]
+
+
+def rebuilt_models(seed: int, number: int, models: Sequence[str]) -> list[str]:
+    """The models that round `number` rebuilds in place (`REBUILT_ROUND`): each with odds 1 in
+    `REBUILT_SHARE`, drawn from the seed and its name alone, so that a run of some families
+    (`-k`, a failure's replay) rebuilds the ones the full run did.
+
+    >>> rebuilt_models(7, 1, list("abcdefgh")) == rebuilt_models(7, 1, list("hgfedcba"))
+    True
+    >>> set(rebuilt_models(7, 1, ["b", "c"])) == set(rebuilt_models(7, 1, list("abcd"))) - {"a", "d"}
+    True
+    >>> rebuilt_models(7, 2, list("abcdefgh"))
+    []
+    """
+    if number != REBUILT_ROUND:
+        return []
+    return sorted(
+        m for m in models if random.Random(f"{seed}/{number}/{m}").randrange(REBUILT_SHARE) == 0
+    )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .config import REBUILT_VAR
 from .spec import Family, Table
 
 PROJECT_NAME = "ivm_harness"
@@ -77,6 +78,17 @@ def plain_spark_parameters(home: Path) -> dict[str, str]:
 def _yaml(obj: Any) -> str:
     """YAML text of `obj` (JSON is valid YAML, and needs no extra dependency)."""
     return json.dumps(obj, indent=2) + "\n"
+
+
+def rebuilt_config(model: str) -> str:
+    """The config argument that gives `model` `ivm_refresh=full` in a run whose
+    `REBUILT_VAR` lists it (`config.rebuilt_models`), and leaves it unset (the environment's
+    policy, `incremental` in the suite) otherwise.
+
+    >>> rebuilt_config("agg")
+    ", ivm_refresh=('full' if 'agg' in var('ivm_harness_rebuilt', []) else none)"
+    """
+    return f", ivm_refresh=('full' if {model!r} in var({REBUILT_VAR!r}, []) else none)"
 
 
 def _jinja_literal(value: Any) -> str:
@@ -156,6 +168,8 @@ class DbtProject:
         """The model file of a family: a config() line and the SELECT."""
         config = {"materialized": self.materialization, **family.config}
         args = ", ".join(f"{k}={_jinja_literal(v)}" for k, v in config.items())
+        if self.materialization == "ivm" and "ivm_refresh" not in config:
+            args += rebuilt_config(family.name)
         return f"{{{{ config({args}) }}}}\n{textwrap.dedent(family.sql).strip()}\n"
 
     def write(self) -> None:
@@ -193,7 +207,8 @@ class DbtProject:
             for name, materialized, select in fam.upstream:
                 # an upstream ivm model is a table like the family's own in bring-up runs
                 kind = self.materialization if materialized == "ivm" else materialized
-                header = f"{{{{ config(materialized={_jinja_literal(kind)}) }}}}\n"
+                rebuilt = rebuilt_config(name) if kind == "ivm" else ""
+                header = f"{{{{ config(materialized={_jinja_literal(kind)}{rebuilt}) }}}}\n"
                 body = textwrap.dedent(select).strip()
                 (self.root / "models" / f"{name}.sql").write_text(f"{header}{body}\n")
         (self.root / "macros" / "ivm_harness.sql").write_text(
@@ -243,6 +258,9 @@ class DbtProject:
             ]
         )
 
-    def run(self, model_names: Sequence[str]) -> InvocationResult:
-        """One `dbt run` of the given models."""
-        return self.invoke(["run", "--select", *model_names])
+    def run(self, model_names: Sequence[str], rebuilt: Sequence[str] = ()) -> InvocationResult:
+        """One `dbt run` of the given models, `rebuilt` ones with `ivm_refresh=full`."""
+        args = ["run", "--select", *model_names]
+        if rebuilt:
+            args += ["--vars", json.dumps({REBUILT_VAR: list(rebuilt)})]
+        return self.invoke(args)

@@ -14,6 +14,8 @@ class RoundLog:
     number: int
     kind: str
     statements: dict[str, list[str]] = field(default_factory=dict)
+    # The models run with `ivm_refresh=full` in this round (`config.rebuilt_models`).
+    rebuilt: list[str] = field(default_factory=list)
 
     def describe(self, tables: Sequence[str] | None = None) -> str:
         """The statements of this round (of `tables` first, then the others)."""

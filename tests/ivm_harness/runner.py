@@ -21,7 +21,7 @@ import pytest
 from . import datagen
 from .check import check_relation
 from .compare import format_rows, row_sort_key
-from .config import ROUND_PLAN, HarnessConfig, round_kinds
+from .config import ROUND_PLAN, HarnessConfig, rebuilt_models, round_kinds
 from .connection import SqlConnection
 from .project import DbtProject, InvocationResult, ModelResult
 from .report import Failure, HarnessReport, RoundLog, RoundTiming
@@ -42,6 +42,22 @@ CHECK_WORKERS = 4
 
 class HarnessError(RuntimeError):
     """The harness itself could not run (as opposed to a model being wrong)."""
+
+
+def not_rebuilt(family: Family, log: RoundLog, invocation: InvocationResult) -> list[str]:
+    """The family's models that ran with `ivm_refresh=full` in this round (`log.rebuilt`) and
+    refreshed all the same: a round that says it rebuilds in place must have."""
+    problems = []
+    for name in [family.name, *(n for n, _, _ in family.upstream)]:
+        said = invocation.models.get(name)
+        if name not in log.rebuilt or said is None or said.status not in ("success", "pass"):
+            continue
+        if not said.message.startswith(("rebuilt in place", "no MERGE")):
+            problems.append(
+                f"{name} ran with ivm_refresh=full in round {log.number}, and did not rebuild "
+                f"in place: {said.message}"
+            )
+    return problems
 
 
 # ------------------------------------------------------------------------------------------------
@@ -232,6 +248,7 @@ class Harness:
             problems = ["dbt returned no compiled SQL for the model"]
         else:
             problems = check_relation(self.conn, result.relation, result.compiled_sql).problems
+        problems += not_rebuilt(family, log, invocation)
         if not problems:
             return None
         sql = result.compiled_sql if result is not None else None
@@ -270,6 +287,9 @@ class Harness:
             log.describe(table_names),
             "",
         ]
+        mine = [n for n in [family.name, *(n for n, _, _ in family.upstream)] if n in log.rebuilt]
+        if mine:
+            parts.insert(3, f"this round ran {', '.join(mine)} with ivm_refresh=full")
         for table in family.tables:
             try:
                 rows = self.rows(table)
@@ -294,9 +314,14 @@ class Harness:
         names += [name for f in self.families for name, _, _ in f.upstream]
         for fam in self.families:
             self.report.failures[fam.name] = []
+        ivm: list[str] = []
+        if self.config.materialization == "ivm":
+            ivm = [f.name for f in self.families]
+            ivm += [n for f in self.families for n, kind, _ in f.upstream if kind == "ivm"]
         for number, kind in enumerate(round_kinds(self.config.rounds, self.config.plan)):
             t0 = time.monotonic()
             log = self.apply_changes(number, kind)
+            log.rebuilt = rebuilt_models(self.config.seed, number, ivm)
             t1 = time.monotonic()
             # MIN/MAX states list this many values per group, from a sample of this many
             # rows where a list is computed from the base tables; small, changing numbers
@@ -305,7 +330,11 @@ class Harness:
             with pytest.MonkeyPatch.context() as settings:
                 settings.setenv(MIN_MAX_KEEP_ENV, str(pick.choice(MIN_MAX_KEEP)))
                 settings.setenv(MIN_MAX_SAMPLE_ENV, str(pick.choice(MIN_MAX_SAMPLE)))
-                invocation = self.project.run(names) if names else InvocationResult(True, {}, None)
+                invocation = (
+                    self.project.run(names, log.rebuilt)
+                    if names
+                    else InvocationResult(True, {}, None)
+                )
             self._corrupt(number, invocation.models)
             for name, result in invocation.models.items():
                 self.report.model_seconds[name] = (
