@@ -140,16 +140,58 @@ def test_full_rebuilds_each_changed_run_in_place_sub_query_states_too(project: S
     _write(p, "staged", "full", STAGED_SQL)
     assert _message(p, "staged")["staged"].startswith("built")
     _equal(p, "staged", STAGED_SQL)
+    sub_state = "staged__ivm_s0__ivm_state"
+    written = _snapshots(p, sub_state)
     for change in (
         f"INSERT INTO {SCHEMA}.base VALUES ('e', 1), ('e', 2), ('e', 3), ('e', 4)",
         f"DELETE FROM {SCHEMA}.base WHERE k = 'e' AND x = 2",
     ):
         p.sql(change)
         message = _message(p, "staged")["staged"]
-        assert message.startswith("rebuilt in place (ivm_refresh='full'"), message
+        # The sub-query state would be rebuilt: the model's state is rebuilt past it, from
+        # the base table, in one statement, and the sub-query state is left as it was.
+        assert message.startswith(
+            f"rebuilt in place (its sub-query state {SCHEMA}.staged__ivm_s0 would be rebuilt "
+            "(ivm_refresh='full'"
+        ), message
+        assert "rebuilt from the base tables past it" in message, message
+        assert (
+            f"state {SCHEMA}.staged__ivm_s0: left as it was (the model's state reads past"
+            in message
+        ), message
+        assert _snapshots(p, sub_state) == written
         _equal(p, "staged", STAGED_SQL)
         assert _is_view(p, "staged")
     assert _message(p, "staged")["staged"].startswith("no MERGE")  # nothing changed
+
+    # A failure just before that rebuild's commit leaves the relation and the next run exact.
+    before = p.bag(f"SELECT * FROM {SCHEMA}.staged")
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('e', 6), ('b', 7)")
+    os.environ[FAIL_ENV] = REBUILD_STEP
+    try:
+        assert not p.dbt("run", "--select", "staged").success
+    finally:
+        del os.environ[FAIL_ENV]
+    assert p.bag(f"SELECT * FROM {SCHEMA}.staged") == before
+    assert "rebuilt from the base tables past it" in _message(p, "staged")["staged"]
+    _equal(p, "staged", STAGED_SQL)
+
+    # Refreshed again: the sub-query state catches up, then the model's state is rebuilt
+    # from it (its watermarks of the sub-query state's table are of a table it did not
+    # read), and refreshed from the next change on.
+    _write(p, "staged", "incremental", STAGED_SQL)
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('e', 5), ('a', 99)")
+    message = _message(p, "staged")["staged"]
+    assert message.startswith(
+        "rebuilt in place (it was rebuilt from the base tables past its earlier states"
+    ), message
+    assert f"state {SCHEMA}.staged__ivm_s0: refreshed" in message, message
+    assert _snapshots(p, sub_state) > written
+    _equal(p, "staged", STAGED_SQL)
+    p.sql(f"DELETE FROM {SCHEMA}.base WHERE k = 'e' AND x = 5")
+    message = _message(p, "staged")["staged"]
+    assert message.startswith("refreshed"), message
+    _equal(p, "staged", STAGED_SQL)
 
 
 def test_a_failure_before_the_rebuilds_commit_keeps_the_relation(project: SmallProject):

@@ -19,7 +19,7 @@ only (re)created by a full build.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -71,6 +71,9 @@ class Versions:
     # Unchanged relations read as the table is now, not `VERSION AS OF` their snapshot, whose
     # schema is older than the table's (`base_tables.TableMetadata.stale`).
     live: frozenset[str] = frozenset()
+    # Earlier states' tables read as the SELECT that computes their rows from the base tables
+    # (a model rebuilt past them, `runtime/from_bases.py`), by state table.
+    computed: Mapping[str, exp.Expression] = field(default_factory=dict)
 
     def changed(self, query: Query) -> frozenset[int]:
         """Indexes of the inputs whose relation has a captured delta."""
@@ -94,6 +97,8 @@ def leaf_at(query: Query, versions: Versions | None) -> LeafRenderer:
             return exp.Subquery(this=body)
         if versions is None:
             return table(relation)
+        if relation in versions.computed:
+            return exp.Subquery(this=versions.computed[relation].copy())
         snap = (versions.old if version == OLD else versions.new).get(relation)
         if relation in versions.live and snap is not None:
             return exp.Subquery(this=exp.Select().select(exp.Star()).from_(table(relation)))

@@ -23,6 +23,7 @@ from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, facts
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.from_bases import FromBases
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
@@ -106,12 +107,14 @@ def write_state(
     in_place: bool,
     replace: bool,
     publish: bool,
+    past: FromBases | None = None,
 ) -> int:
     """Write the state from its inputs as they are now, pinned first; its data rows.
 
     In place (`INSERT OVERWRITE`) or as a new table replacing any old one (`create_state`):
     one commit either way. A base read live that got a commit meanwhile drops the new
-    state (its rows may hold a later commit than its watermarks say)."""
+    state (its rows may hold a later commit than its watermarks say). `past`: earlier
+    states read as the SELECTs computing them from the base tables (`from_bases.py`)."""
     heads = session.current_heads(plan.query.relations)
     session.checkpoint("capture")
     read = plan.query.columns_read()
@@ -122,7 +125,8 @@ def write_state(
     pinned = {r: h.snapshot for r, h in heads.items()}
     state = session.target.state
     live = frozenset(r for r, b in bases.items() if b.live)
-    versions = render.Versions(old={}, new=pinned, logs={}, live=live)
+    computed = past.computed if past is not None else {}
+    versions = render.Versions(old={}, new=pinned, logs={}, live=live, computed=computed)
     recorded = with_fields(run, inputs=cost.input_bytes(bases), snapshots=cost.reflecting(pinned))
     meta = meta_row(pinned, bases, recorded)
     renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
@@ -136,6 +140,8 @@ def write_state(
         create_state(session, plan, select, replace=replace, publish=publish)
     try:
         facts.check_unmoved(session, heads, live)
+        if past is not None:
+            facts.check_unmoved(session, past.heads, past.live)
     except BaseRelationError:
         session.run("build state", state_table.drop_state_sql(state))
         raise

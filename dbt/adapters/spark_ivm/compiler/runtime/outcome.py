@@ -47,6 +47,15 @@ class Rebuild(Exception):
         self.in_place = in_place
 
 
+class RebuildDeferred(Exception):
+    """An earlier state of a model would be rebuilt in place by its policy: the model's own
+    state is rebuilt past it instead (`from_bases.py`), and it is left as it was."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class StateRows:
     """Rows of the model's own state a run wrote: a build inserts every row; a refresh's

@@ -44,12 +44,14 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
 )
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REPLACED_STEP
+from dbt.adapters.spark_ivm.compiler.runtime.from_bases import FromBases
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     FIRST_RUN,
     Mode,
     Outcome,
     Rebuild,
+    RebuildDeferred,
     StateRows,
     refresh_rows,
     refresh_summary,
@@ -69,6 +71,13 @@ __all__ = [
     "StateRows",
     "sql_hash",
 ]
+
+
+#: Why a state rebuilt past its earlier states is rebuilt from them, once they are brought
+#: up to date (`from_bases.py`).
+DETACHED = (
+    "it was rebuilt from the base tables past its earlier states, which this run brought up to date"
+)
 
 
 def sql_hash(compiled_sql: str) -> SqlDigest:
@@ -115,6 +124,11 @@ class Maintainer:
     # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
     policy: cost.Policy = cost.Policy.AUTO
     runs: list[cost.Run] = field(default_factory=list)
+    # An earlier state of a model (`walk.py`): a rebuild in place chosen by the policy is
+    # left to the model's state, rebuilt past this one (`RebuildDeferred`, `from_bases.py`).
+    defer_rebuild: bool = False
+    # The model's state rebuilt past its earlier states this run (`from_bases.py`).
+    past: FromBases | None = None
     started_ms: int = field(default_factory=choice.now_ms)
     # When this run chose to refresh (None: it did not): a rebuild that the refresh turns
     # into later (`Session.may_recompute`) is timed from here (`_build`).
@@ -158,7 +172,11 @@ class Maintainer:
                 heads = None
             self.session.checkpoint("capture")
         if meta is not None and heads is not None:
-            if all(meta.base(r).metadata == h.metadata for r, h in heads.items()):
+            # Rebuilt past earlier states (`from_bases.py`), a state's inputs may be unchanged
+            # where those states' bases changed: it is unchanged only where the bases it read
+            # past them did not move either.
+            unmoved = all(meta.base(r).metadata == h.metadata for r, h in heads.items())
+            if unmoved and (self.past is None or self.past.pinned == meta.detached_at):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 self.unchanged_facts = meta.facts
@@ -172,11 +190,19 @@ class Maintainer:
             self.session.log(f"ivm model '{self.model}': {note}")
         reason = self._rebuild_reason(meta, digest, plan)
         in_place = False
+        if self.past is not None:
+            in_place = reason is None
+            reason = reason or self.past.reason
+        elif reason is None and meta is not None and meta.detached:
+            # Its watermarks of the earlier states' tables are of tables it did not read.
+            reason, in_place = DETACHED, True
         if reason is None:
             assert meta is not None
             try:
                 return self._refresh(plan, meta, digest, heads)
             except Rebuild as rebuild:
+                if rebuild.in_place and self.defer_rebuild:
+                    raise RebuildDeferred(rebuild.reason) from None
                 reason, in_place = rebuild.reason, rebuild.in_place
             finally:
                 if not self.keep_scratch:  # else the caller reads the delta table first
@@ -243,12 +269,18 @@ class Maintainer:
             self.session,
             plan,
             lambda pinned, bases, run: written(
-                digest, plan, pinned, bases, cost.remembered(self.runs, run)
+                digest,
+                plan,
+                pinned,
+                bases,
+                cost.remembered(self.runs, run),
+                self.past.pinned if self.past is not None else None,
             ),
             cost.Run(mode, started_ms or self.started_ms, None, 0),
             in_place=in_place,
             replace=self.existing == "view",
             publish=self.publish,
+            past=self.past,
         )
         if in_place or self.existing == "view":
             # The old state's snapshots stay until expired: a model rebuilt on every run

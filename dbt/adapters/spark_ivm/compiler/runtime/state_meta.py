@@ -17,6 +17,10 @@ from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord
 
+#: The metadata row's key for the base snapshots a state rebuilt past its earlier states
+#: reflects (`from_bases.py`).
+DETACHED = "detached"
+
 
 def _sha(version: str, text: str) -> str:
     return hashlib.sha256(f"{version}\n{text}".encode()).hexdigest()[:16]
@@ -82,6 +86,30 @@ class StateMeta:
     text: str
 
     @property
+    def detached(self) -> bool:
+        """Was the state rebuilt from the base tables past its earlier states
+        (`from_bases.py`), so that its watermarks of their tables say nothing of its rows?
+
+        >>> StateMeta.parse('{"watermarks": {}, "detached": {"db.t": 7}}', None).detached
+        True
+        """
+        return self.recorded.get(DETACHED) is not None
+
+    @property
+    def detached_at(self) -> dict[str, int | None] | None:
+        """The snapshots of the relations it read past its earlier states (None: not
+        detached, or not readable).
+
+        >>> StateMeta.parse('{"watermarks": {}, "detached": {"db.t": "7"}}', None).detached_at
+        {'db.t': 7}
+        """
+        found = self.recorded.get(DETACHED)
+        try:
+            return {str(r): None if s is None else int(s) for r, s in found.items()}
+        except (AttributeError, TypeError, ValueError):
+            return None
+
+    @property
     def facts(self) -> dict[str, Any] | None:
         """The planning facts the row recorded (`facts.recorded_facts`)."""
         found = self.recorded.get("facts")
@@ -140,13 +168,17 @@ def written(
     watermarks: dict[str, int | None],
     bases: dict[str, BaseRecord],
     runs: list[dict[str, Any]],
+    detached: dict[str, int | None] | None = None,
 ) -> str:
     """The metadata row a build or refresh commits: the SQL's digest, the watermarks, what
     it trusts of each base, the result columns, the planning facts and the state's last runs
-    (`cost.py`)."""
+    (`cost.py`); for a state rebuilt past its earlier states, the base snapshots it reflects
+    past them (`detached`, `from_bases.py`)."""
     outputs = [list(c) for c in zip(plan.output_names, plan.output_types)]
+    extra = {DETACHED: detached} if detached is not None else {}
     return json.dumps(
         {
+            **extra,
             "runs": runs,
             "sql_hash": digest,
             "watermarks": watermarks,

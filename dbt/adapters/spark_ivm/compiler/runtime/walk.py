@@ -6,24 +6,27 @@ which). Each state is a `Maintainer` of its own with its own watermarks, so a fa
 between two states' commits leaves the later states at their old watermarks of the earlier
 states' tables, and the next run reads those changes from there. A state's refresh hands the
 keys it changed to the later states (`Handoff`); a state rebuilt in this run rebuilds every
-state after it: their watermarks are of a table that was replaced.
+state after it: their watermarks are of a table that was replaced. An earlier state that its
+policy would rebuild in place stops the walk: it and the states after it are left as they
+were, and the model's state is rebuilt past them from the base tables (`from_bases.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import dataflow, render
 from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
-from dbt.adapters.spark_ivm.compiler.runtime import facts
+from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.runtime import facts, from_bases
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import make_view
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, describe_columns
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
-from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome, RebuildDeferred
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 
@@ -38,6 +41,43 @@ def stage_tree(probe: Session, compiled_sql: str) -> exp.Query:
     names = describe_columns(probe.fetch("describe query", f"DESCRIBE QUERY {compiled_sql}"))
     stages.name_outputs(tree, [name for name, _ in names])
     return tree
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """The earlier state at `index` whose rebuild in place the model's state takes over."""
+
+    index: int
+    state: Maintainer
+    reason: str
+
+
+def _plans_past(
+    flow: dataflow.Dataflow,
+    deferred: Deferred,
+    views: dict[int, str],
+    maintainer: Callable[..., Maintainer],
+    default_db: str,
+) -> list[tuple[str, Plan]]:
+    """The plans of the deferred state and of every earlier state after it (not run: each is
+    planned over the tables of the ones before it, as they are), by state table; `views`
+    gets their view SELECTs, which the later states' SQL reads them through."""
+    found: list[tuple[str, Plan]] = []
+    for index in range(deferred.index, len(flow.states) - 1):
+        node = flow.states[index]
+        if index == deferred.index:
+            plan = deferred.state.last_plan or deferred.state.plan_state(default_db)
+        else:
+            planner = maintainer(
+                model=node.name,
+                compiled_sql=node.sql(views),
+                target=node.target,
+                existing="view",
+            )
+            plan = planner.plan_state(default_db)
+        views[index] = render.view_select(plan, node.target.state)
+        found.append((node.target.state, plan))
+    return found
 
 
 def walk(
@@ -63,6 +103,7 @@ def walk(
     timings = list(timings)
     summaries: list[str] = []
     rebuilt: str | None = None
+    deferred: Deferred | None = None
     try:
         for index, node in enumerate(flow.states[:-1]):
             there = exists(node.target.view)
@@ -74,9 +115,14 @@ def walk(
                 keep_scratch=True,
                 handoff=dict(handoff),
                 rebuild_because=rebuilt,
+                defer_rebuild=True,
             )
             done.append(state)
-            first = state.run()
+            try:
+                first = state.run()
+            except RebuildDeferred as why:
+                deferred = Deferred(index, state, why.reason)
+                break
             make_view(executor, node.target, first, there)
             if first.new_history:  # (rebuilt in place: readers read the overwrite)
                 rebuilt = rebuilt or f"its {node.role.value} {node.target.view} was rebuilt"
@@ -91,6 +137,14 @@ def walk(
             label = node.role.tag(index)
             timings += [(f"{label} {step}", s) for step, s in first.timings]
             summaries.append(f"{node.role.in_summary} {node.target.view}: {first.summary}")
+        skipped: list[tuple[str, Plan]] = []
+        if deferred is not None:
+            skipped = _plans_past(flow, deferred, views, maintainer, default_db)
+            for node in flow.states[deferred.index : -1]:
+                summaries.append(
+                    f"{node.role.in_summary} {node.target.view}: left as it was (the model's "
+                    "state reads past it, from the base tables)"
+                )
         top = maintainer(
             compiled_sql=flow.top.sql(views),
             user_sql=user_sql,
@@ -98,6 +152,13 @@ def walk(
             rebuild_because=rebuild_because or rebuilt,
             handoff=handoff,
         )
+        if deferred is not None:
+            node = flow.states[deferred.index]
+            why = (
+                f"its {node.role.value} {node.target.view} would be rebuilt ({deferred.reason}); "
+                "rebuilt from the base tables past it"
+            )
+            top.past = from_bases.past(top.session, skipped, why)
         outcome = top.run()
     finally:
         for state in done:
