@@ -96,3 +96,64 @@ def test_each_policy_picks_as_documented() -> None:
     assert cost.choose(cost.Policy.FULL, cost.Estimate(None, None, "x"), change).rebuild
     # no build timed (a state built by an older version): refresh
     assert cost.estimate(runs[1:], 5, 1000).rebuild is None
+
+
+def test_an_earlier_state_leaves_its_rebuild_to_the_model_only_where_the_model_would_rebuild():
+    """An earlier state of a model that its policy rebuilds leaves that rebuild to the model's
+    state (`from_bases.py`), unless it rebuilds to time a rebuild or has fallen behind a
+    rebuild past it: then it catches up, by a rebuild if need be, where the change since
+    that rebuild would be refreshed (else a model rebuilt past it once would be forever)."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from dbt.adapters.spark_ivm.compiler.runtime import choice
+    from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
+    from dbt.adapters.spark_ivm.compiler.runtime.session import Head
+    from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+
+    table = _table(
+        Snapshot(1, None, 0, "append", 100, 0, 100),
+        Snapshot(2, 1, 0, "overwrite", 90, 90, 100),  # rewrote nearly every file
+        Snapshot(3, 2, 0, "append", 1, 0, 101),  # a small insert
+    )
+    meta = StateMeta.parse('{"watermarks": {"db.t": 1}}', None)
+    assert meta is not None
+    heads = {"db.t": Head("m3.json", 3)}
+    bases = {"db.t": BaseRecord.of({"bytes": 101})}
+    timed = [
+        cost.Run("build", 0, 1.0, 0, 100),
+        cost.Run("rebuild", 1, 1.0, 0, 100),
+        cost.Run("refresh", 2, 0.2, 2, 100),
+    ]
+    session = SimpleNamespace(model="m__ivm_s0", log=print, recompute_instead=None)
+
+    def rebuild(
+        runs: list[cost.Run], since: dict[str, int | None] | None, state: StateMeta = meta
+    ) -> Rebuild:
+        with pytest.raises(Rebuild) as raised:
+            choice.choose(
+                session,  # type: ignore[arg-type]
+                cost.Policy.AUTO,
+                runs,
+                0,
+                state,
+                heads,
+                {"db.t": table},
+                bases,
+                (lambda: since),
+            )
+        assert raised.value.in_place
+        return raised.value
+
+    assert rebuild(timed, None).deferrable  # 181 bytes changed: the model rebuilds past it
+    assert rebuild(timed, {"db.t": 3}).deferrable  # nothing since: as the model was
+    # Rebuilt past at snapshot 2, the change since is the small insert: it catches up.
+    assert not rebuild(timed, {"db.t": 2}).deferrable
+    # No rebuild in place timed lately, and a refresh of the insert estimated at 0.6 s of a
+    # 1.0 s rebuild: it rebuilds to time one.
+    behind = StateMeta.parse('{"watermarks": {"db.t": 2}}', None)
+    assert behind is not None
+    untimed = [cost.Run("build", 0, 1.0, 0, 100), cost.Run("refresh", 2, 0.6, 2, 100)]
+    exploring = rebuild(untimed, None, behind)
+    assert exploring.reason.startswith("timing a rebuild") and not exploring.deferrable

@@ -10,6 +10,7 @@ and the start a rebuild records (`rebuild_started`). `refresh.Maintainer` calls 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, recompute_cost
@@ -62,11 +63,18 @@ def choose(
     heads: dict[str, Head],
     metadata: dict[str, base_tables.TableMetadata],
     bases: dict[str, BaseRecord],
+    since: Callable[[], dict[str, int | None] | None] | None = None,
 ) -> cost.Run:
     """The record of a run that refreshes; `Rebuild` (in place) where the policy or the
     estimates say rebuild (`cost.py`). Reads nothing: the changed inputs' metadata is read
     already. A refresh leaves the session the rule that turns a recompute of MIN/MAX value
-    lists costing more than the rebuild into one (`recompute_cost.py`)."""
+    lists costing more than the rebuild into one (`recompute_cost.py`).
+
+    `since`: for an earlier state of a model, reads the snapshots the model's state read past
+    it when it was last rebuilt so (None: it was not; `from_bases.py`), asked only of a
+    rebuild. The state is behind them, so its own change is larger than the model's; the
+    rebuild is left to the model's state (deferrable) only where the change since them would
+    be rebuilt too or is none, else the state catches up, by a rebuild if need be."""
     heads_now = {r: h.snapshot for r, h in heads.items()}
     reflected = cost.reflecting(heads_now)
     changes = cost.changes(metadata, meta.watermarks, heads_now)
@@ -75,7 +83,16 @@ def choose(
     inputs = cost.input_bytes(bases)
     choice = cost.weigh(policy, runs, changes, inputs)
     if choice.rebuild:
-        raise Rebuild(choice.why, in_place=True)
+        deferrable = not choice.exploring
+        past = since() if deferrable and since is not None else None
+        if past is not None:
+            marks = {**meta.watermarks, **{r: s for r, s in past.items() if r in heads_now}}
+            latest = cost.changes(metadata, marks, heads_now)
+            # Nothing since: the model's state is as new as it, and stays (`refresh.py`).
+            deferrable = latest is not None and (
+                not any(c.bytes for c in latest) or cost.weigh(policy, runs, latest, inputs).rebuild
+            )
+        raise Rebuild(choice.why, in_place=True, deferrable=deferrable)
     if policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
         session.log(f"ivm model '{session.model}': refresh: {choice.why}")
     rebuild = choice.guess.rebuild if choice.guess else None

@@ -355,6 +355,8 @@ class Choice:
     rebuild: bool
     why: str
     guess: Estimate | None = None  # what it rests on
+    # A rebuild chosen to time one (`Estimate.untimed`), not because it is the cheaper.
+    exploring: bool = False
 
 
 def weigh(policy: Policy, runs: Sequence[Run], found: Sequence[Change], inputs: int) -> Choice:
@@ -391,5 +393,7 @@ def choose(policy: Policy, guess: Estimate, changes: Sequence[Change]) -> Choice
     if policy is Policy.INCREMENTAL or guess.refresh is None or guess.rebuild is None:
         return Choice(False, said)
     if guess.refresh <= guess.rebuild and guess.untimed and 2 * guess.refresh >= guess.rebuild:
-        return Choice(True, f"timing a rebuild in place (none timed lately); {said}")
+        return Choice(
+            True, f"timing a rebuild in place (none timed lately); {said}", exploring=True
+        )
     return Choice(guess.refresh > guess.rebuild, said)

@@ -39,12 +39,15 @@ class Rebuild(Exception):
     'the state has no record of base table db.t'
     """
 
-    def __init__(self, reason: str, in_place: bool = False) -> None:
+    def __init__(self, reason: str, in_place: bool = False, deferrable: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
         # The state's plan and inputs are the ones it was built from (a rebuild chosen by
         # cost): its rows are replaced in one commit and its view is kept.
         self.in_place = in_place
+        # An earlier state of a model may leave a rebuild in place to the model's state
+        # (`RebuildDeferred`); not one that times a rebuild, or that catches the state up.
+        self.deferrable = deferrable
 
 
 class RebuildDeferred(Exception):

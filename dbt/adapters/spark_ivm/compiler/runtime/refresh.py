@@ -22,7 +22,7 @@ Steps of a refresh: pin snapshots -> write logs -> delta table -> recompute -> c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.spark_ivm.compiler import render
@@ -127,6 +127,9 @@ class Maintainer:
     # An earlier state of a model (`walk.py`): a rebuild in place chosen by the policy is
     # left to the model's state, rebuilt past this one (`RebuildDeferred`, `from_bases.py`).
     defer_rebuild: bool = False
+    # Reads the snapshots the model's state read past this state when it last did
+    # (`choice.choose`, `walk.py`).
+    defer_since: Callable[[], dict[str, int | None] | None] | None = None
     # The model's state rebuilt past its earlier states this run (`from_bases.py`).
     past: FromBases | None = None
     started_ms: int = field(default_factory=choice.now_ms)
@@ -201,7 +204,7 @@ class Maintainer:
             try:
                 return self._refresh(plan, meta, digest, heads)
             except Rebuild as rebuild:
-                if rebuild.in_place and self.defer_rebuild:
+                if rebuild.in_place and rebuild.deferrable and self.defer_rebuild:
                     raise RebuildDeferred(rebuild.reason) from None
                 reason, in_place = rebuild.reason, rebuild.in_place
             finally:
@@ -333,7 +336,15 @@ class Maintainer:
         pinned = {r: h.snapshot for r, h in heads.items()}
         metadata, bases = facts.check_bases(self.session, query, meta, heads)
         run = choice.choose(
-            self.session, self.policy, self.runs, self.started_ms, meta, heads, metadata, bases
+            self.session,
+            self.policy,
+            self.runs,
+            self.started_ms,
+            meta,
+            heads,
+            metadata,
+            bases,
+            self.defer_since,
         )
         self.chose_ms = choice.now_ms()
         captured = logs.write_logs(self.session, query, watermarks, pinned, metadata, self.handoff)

@@ -52,6 +52,22 @@ class Deferred:
     reason: str
 
 
+def _detached_reader(
+    maintainer: Callable[..., Maintainer], there: Callable[[], bool]
+) -> Callable[[], dict[str, int | None] | None]:
+    """What reads, once and only when asked, the snapshots the model's state read past its
+    earlier states (None: not rebuilt so, or no state)."""
+    found: list[dict[str, int | None] | None] = []
+
+    def read() -> dict[str, int | None] | None:
+        if not found:
+            meta = maintainer().read_meta() if there() else None
+            found.append(meta.detached_at if meta is not None else None)
+        return found[0]
+
+    return read
+
+
 def _plans_past(
     flow: dataflow.Dataflow,
     deferred: Deferred,
@@ -104,6 +120,7 @@ def walk(
     summaries: list[str] = []
     rebuilt: str | None = None
     deferred: Deferred | None = None
+    detached_at = _detached_reader(maintainer, lambda: exists(flow.top.target.view))
     try:
         for index, node in enumerate(flow.states[:-1]):
             there = exists(node.target.view)
@@ -116,6 +133,7 @@ def walk(
                 handoff=dict(handoff),
                 rebuild_because=rebuilt,
                 defer_rebuild=True,
+                defer_since=detached_at,
             )
             done.append(state)
             try:
