@@ -140,6 +140,8 @@ def walk(
                 first = state.run()
             except RebuildDeferred as why:
                 deferred = Deferred(index, state, why.reason)
+                label = node.role.tag(index)
+                timings += [(f"{label} {step}", s) for step, s in state.session.timings]
                 break
             make_view(executor, node.target, first, there)
             if first.new_history:  # (rebuilt in place: readers read the overwrite)
