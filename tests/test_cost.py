@@ -157,3 +157,7 @@ def test_an_earlier_state_leaves_its_rebuild_to_the_model_only_where_the_model_w
     untimed = [cost.Run("build", 0, 1.0, 0, 100), cost.Run("refresh", 2, 0.6, 2, 100)]
     exploring = rebuild(untimed, None, behind)
     assert exploring.reason.startswith("timing a rebuild") and not exploring.deferrable
+    # Behind a rebuild past at snapshot 2, with the same history: its own window is rebuilt
+    # on the estimates, the insert since would be only to time a rebuild, which a state that
+    # defers never does: it catches up.
+    assert not rebuild(untimed, {"db.t": 2}).deferrable

@@ -88,9 +88,13 @@ def choose(
         if past is not None:
             marks = {**meta.watermarks, **{r: s for r, s in past.items() if r in heads_now}}
             latest = cost.changes(metadata, marks, heads_now)
-            # Nothing since: the model's state is as new as it, and stays (`refresh.py`).
+            # Nothing since: the model's state is as new as it, and stays (`refresh.py`). A
+            # state that defers never times a rebuild of its own, so a choice made to time
+            # one does not count as one.
+            again = cost.weigh(policy, runs, latest, inputs) if latest is not None else None
             deferrable = latest is not None and (
-                not any(c.bytes for c in latest) or cost.weigh(policy, runs, latest, inputs).rebuild
+                not any(c.bytes for c in latest)
+                or (again is not None and again.rebuild and not again.exploring)
             )
         raise Rebuild(choice.why, in_place=True, deferrable=deferrable)
     if policy is cost.Policy.AUTO and choice.guess and choice.guess.rebuild is not None:
