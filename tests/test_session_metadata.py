@@ -16,6 +16,7 @@ import pytest
 from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata
+from dbt.adapters.spark_ivm.compiler.frontend import views
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, upkeep
 
 SCHEMA = "ivm_session_metadata"
@@ -114,6 +115,30 @@ def test_view_properties_are_what_show_tblproperties_lists(project: SmallProject
     assert found == [by_sql]
     assert session_metadata.view_properties(_spark(), SCHEMA, "base") is None
     assert session_metadata.view_properties(_spark(), SCHEMA, "missing") is None
+
+
+def test_view_definitions_are_what_describe_shows(project: SmallProject) -> None:
+    """A view's text, columns and namespace read from the metastore's entry give the
+    definition (and so the digest a model over it records) that `DESCRIBE TABLE EXTENDED`
+    gives, for the model's own view and a hand-made one; a table is no view, and no relation
+    is left to SQL."""
+    project.sql(
+        f"CREATE OR REPLACE VIEW {SCHEMA}.hand (g, doubled) AS "
+        f"SELECT g, x * 2 FROM {BASE} WHERE x IS NOT NULL"
+    )
+
+    def fetch(statement: str) -> list[tuple]:
+        return [tuple(r) for r in _spark().sql(statement).collect()]
+
+    for name in (MODEL, "hand"):
+        found = session_metadata.view_definition(_spark(), SCHEMA, name)
+        assert found is not None, name
+        relation = f"{SCHEMA}.{name}"
+        by_catalog = views.definition(relation, *found, "m")
+        by_sql = views.read_definition(fetch, relation, "m")
+        assert by_catalog == by_sql and by_catalog.digest == by_sql.digest
+    assert session_metadata.view_definition(_spark(), SCHEMA, "base") == (None, [], "")
+    assert session_metadata.view_definition(_spark(), SCHEMA, "missing") is None
 
 
 def test_state_totals_are_what_the_snapshots_table_says(project: SmallProject) -> None:

@@ -128,6 +128,15 @@ class ConnectionExecutor:
             return None
         return session_metadata.view_properties(spark, database, name)
 
+    def view_definition(self, relation: str) -> tuple[str | None, list[str], str] | None:
+        spark = self._local_session()
+        if spark is None or relation.count(".") != 1:
+            return None
+        database, name = relation.split(".")
+        if self._catalog_of_statements(spark) != "spark_catalog":
+            return None
+        return session_metadata.view_definition(spark, database, name)
+
     def iceberg_metadata_json(self, location: str) -> str | None:
         spark = self._local_session()
         return None if spark is None else session_metadata.metadata_json(spark, location)

@@ -118,6 +118,29 @@ def view_properties(spark: Any, database: str, name: str) -> dict[str, str] | No
         return None
 
 
+def view_definition(
+    spark: Any, database: str, name: str
+) -> tuple[str | None, list[str], str] | None:
+    """What `DESCRIBE TABLE EXTENDED` shows of the session catalog's relation
+    `database.name` where it is a view: its `View Text`, its columns and its `View Catalog
+    and Namespace` (dotted), from the metastore's entry, one call, no statement; `(None, [],
+    "")` where the relation is not a view (a table); None where it cannot tell (no such
+    relation: the SQL path says)."""
+    try:
+        external = active_session(spark).sessionState().catalog().externalCatalog()
+        if not external.tableExists(database.lower(), name.lower()):
+            return None
+        found = external.getTable(database.lower(), name.lower())
+        if str(found.tableType().name()) != "VIEW":
+            return (None, [], "")
+        text = found.viewText()
+        columns = [str(c) for c in found.schema().fieldNames()]
+        namespace = str(found.viewCatalogAndNamespace().mkString("."))
+        return (str(text.get()) if text.isDefined() else None, columns, namespace)
+    except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
+        return None
+
+
 def heads(spark: Any, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
     """(current metadata file, current snapshot id or None, when it was written in epoch
     milliseconds) of each table, in order: what `base_tables.heads_sql` reads from

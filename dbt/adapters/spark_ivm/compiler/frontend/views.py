@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -223,21 +223,37 @@ def read_definition(fetch: Fetch, relation: str, model: str) -> ViewDefinition:
     text = details.get("View Text") or details.get("View Original Text")
     if not text:
         text = _created_text(fetch, relation)
+    return definition(relation, text, columns, details.get("View Catalog and Namespace", ""), model)
+
+
+def definition(
+    relation: str, text: str | None, columns: Sequence[str], spark_namespace: str, model: str
+) -> ViewDefinition:
+    """A view's definition from what `DESCRIBE TABLE EXTENDED` shows of it (`View Text`, its
+    columns, `View Catalog and Namespace`), read in SQL or from the session's catalog.
+
+    >>> definition("db.v", "SELECT k FROM t", ["k"], "spark_catalog.db", "m").namespace
+    'db'
+    >>> definition("db.v", "SELECT k FROM db.t", ["k"], "spark_catalog.db", "m").namespace
+    """
     if not text:
         raise UnsupportedQueryError(
             model, f"view {relation} whose SQL cannot be read", "DESCRIBE TABLE EXTENDED"
         )
     namespace: str | None = None
-    if unqualified(text, model):
-        # Hive views record the database their names resolve in. Iceberg views record a
-        # default namespace too, but Spark 3.5 with Iceberg 1.10's session catalog resolves
-        # their unqualified names in the reader's current database (checked: `SELECT * FROM
-        # v` fails after `USE` of another database), so there is no one right answer to
-        # maintain: such a view is refused (`view_query`).
-        spark_namespace = details.get("View Catalog and Namespace", "")
-        if spark_namespace:
-            namespace = spark_namespace.split(".")[-1].strip("`").lower()
+    # Hive views record the database their names resolve in. Iceberg views record a default
+    # namespace too, but Spark 3.5 with Iceberg 1.10's session catalog resolves their
+    # unqualified names in the reader's current database (checked: `SELECT * FROM v` fails
+    # after `USE` of another database), so there is no one right answer to maintain: such a
+    # view is refused (`view_query`).
+    if spark_namespace and unqualified(text, model):
+        namespace = spark_namespace.split(".")[-1].strip("`").lower()
     return ViewDefinition(relation, text, tuple(columns), namespace)
+
+
+#: What a reader of the session's catalog says of a relation (`read_definitions`): a view's
+#: (text, columns, namespace), `(None, [], "")` for a table, None where it cannot tell.
+CatalogView = Callable[[str], "tuple[str | None, list[str], str] | None"]
 
 
 def read_definitions(
@@ -246,11 +262,13 @@ def read_definitions(
     default_db: str,
     model: str,
     is_table: Callable[[str], bool] = lambda relation: False,
+    catalog_view: CatalogView | None = None,
 ) -> dict[str, ViewDefinition]:
     """Every view the model reads, directly or through other views, by relation name. One
     `SHOW VIEWS` per database read, none where `is_table` says each relation read there is
     a table (so a model over Iceberg tables pays no statement), and one `DESCRIBE TABLE
-    EXTENDED` per view.
+    EXTENDED` per view; neither where `catalog_view` reads the relation from the session's
+    catalog (one metastore call, no statement).
 
     >>> def fetch(statement):
     ...     raise AssertionError(statement)
@@ -271,6 +289,13 @@ def read_definitions(
                 continue
             if relation not in views and is_table(relation):
                 continue
+            found = catalog_view(relation) if catalog_view and relation not in views else None
+            if found is not None:
+                text, columns, spark_namespace = found
+                if text is not None or columns:
+                    views[relation] = definition(relation, text, columns, spark_namespace, model)
+                    new.append(relation)
+                continue
             database, name = relation.split(".", 1)
             if database not in listed:
                 listed[database] = _view_names(fetch, database)
@@ -279,7 +304,8 @@ def read_definitions(
         if not new:
             return views
         for relation in new:
-            views[relation] = read_definition(fetch, relation, model)
+            if relation not in views:
+                views[relation] = read_definition(fetch, relation, model)
     raise UnsupportedQueryError(model, f"views nested more than {MAX_DEPTH} deep", model_sql[:120])
 
 

@@ -144,6 +144,12 @@ class ViewReader(Protocol):
         tell (not a view of the session catalog, no such relation: the SQL path says)."""
         ...
 
+    def view_definition(self, relation: str) -> tuple[str | None, list[str], str] | None:
+        """A two-part name of the session catalog: `(text, columns, namespace)` as
+        `DESCRIBE TABLE EXTENDED` shows them where it is a view, `(None, [], "")` where it is
+        a table; None where it cannot tell (the SQL path says)."""
+        ...
+
 
 def describe_columns(rows: Sequence[tuple]) -> list[tuple[str, str]]:
     """Column (name, type) pairs of a DESCRIBE TABLE / DESCRIBE QUERY result."""

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
 from dbt.adapters.spark_ivm.compiler.frontend import views
 from dbt.adapters.spark_ivm.compiler.runtime import upstream
-from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, describe_columns
+from dbt.adapters.spark_ivm.compiler.runtime.executor import (
+    Executor,
+    ViewReader,
+    describe_columns,
+)
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head
 from dbt.adapters.spark_ivm.compiler.sql import state_table
@@ -50,7 +54,8 @@ def read_views(
 ) -> ViewsRead:
     """The views `user_sql` reads, against the digests the model's view recorded (`recorded`,
     its `views.VIEWS` property); `is_table`: relations known to be tables, not views."""
-    found = views.read_definitions(executor.fetch, user_sql, default_db, model, is_table)
+    reader = executor.view_definition if isinstance(executor, ViewReader) else None
+    found = views.read_definitions(executor.fetch, user_sql, default_db, model, is_table, reader)
     digests = views.digests(found)
     expanded = views.expand(user_sql, found, default_db, model) if found else None
     return ViewsRead(expanded, digests, views.changed(recorded, digests))
