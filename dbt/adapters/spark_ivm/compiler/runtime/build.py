@@ -115,16 +115,10 @@ def write_state(
     one commit either way. A base read live that got a commit meanwhile drops the new
     state (its rows may hold a later commit than its watermarks say). `past`: earlier
     states read as the SELECTs computing them from the base tables (`from_bases.py`)."""
-    heads = session.current_heads(plan.query.relations)
+    inputs = facts.pin(session, plan.query.columns_read())
     session.checkpoint("capture")
-    read = plan.query.columns_read()
-    bases = {
-        r: base_tables.fingerprint(session.table_metadata(r, head), read[r], head.snapshot)
-        for r, head in heads.items()
-    }
-    pinned = {r: h.snapshot for r, h in heads.items()}
+    heads, bases, pinned, live = inputs.heads, inputs.bases, inputs.snapshots, inputs.live
     state = session.target.state
-    live = frozenset(r for r, b in bases.items() if b.live)
     computed = past.computed if past is not None else {}
     versions = render.Versions(old={}, new=pinned, logs={}, live=live, computed=computed)
     recorded = with_fields(run, inputs=cost.input_bytes(bases), snapshots=cost.reflecting(pinned))

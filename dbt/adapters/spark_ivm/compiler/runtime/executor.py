@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 
@@ -188,6 +189,17 @@ def relation_properties(executor: Executor, relation: str) -> dict[str, str]:
         if found is not None:
             return found
     return table_properties(executor.fetch, relation)
+
+
+def meta_rows(executor: Executor, state: str) -> list[tuple]:
+    """`state_table.meta_sql`'s rows (a state's metadata row): read by the driver where the
+    session can (the row's file, no Spark job: 0.085-0.1 s a refresh on these 2 cores), else
+    in SQL."""
+    if isinstance(executor, MetadataReader):
+        found = executor.iceberg_rows_where(state, state_table.ROW, 1, [state_table.META])
+        if found is not None:
+            return found
+    return executor.fetch(state_table.meta_sql(state))
 
 
 def is_iceberg(props: dict[str, str]) -> bool:

@@ -8,6 +8,7 @@ and whether the state can still be trusted (`base_tables`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.spark_ivm.compiler import render
@@ -22,14 +23,13 @@ from dbt.adapters.spark_ivm.compiler.operators.aggregates import keep_from_env
 from dbt.adapters.spark_ivm.compiler.plan import Plan, plan
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
-    MetadataReader,
     describe_columns,
     is_iceberg,
+    meta_rows,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
-from dbt.adapters.spark_ivm.compiler.sql import state_table
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
 FORMAT_VERSION = "5"  # 3: MIN/MAX states keep ranked value lists; 4: views record
@@ -131,17 +131,8 @@ def same_model(
 
 
 def _meta_rows(session: Session) -> list[tuple]:
-    """`state_table.meta_sql`'s rows: in session mode read by the driver (the row's file, no
-    Spark job: 0.085-0.1 s a refresh on these 2 cores), else in SQL."""
-    state = session.target.state
-    if isinstance(session.executor, MetadataReader):
-        reader = session.executor
-        found = session.timed(
-            "meta", lambda: reader.iceberg_rows_where(state, state_table.ROW, 1, [state_table.META])
-        )
-        if found is not None:
-            return found
-    return session.fetch("meta", state_table.meta_sql(state))
+    """The state's metadata row (`executor.meta_rows`), timed."""
+    return session.timed("meta", lambda: meta_rows(session.executor, session.target.state))
 
 
 def read_meta(session: Session) -> Found:
@@ -173,6 +164,33 @@ def check_committed(session: Session, row: str) -> None:
             session.target.state,
             "its metadata row is not the one this run read its watermarks from",
         )
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A build's inputs pinned: each one's head, what the state records of it
+    (`base_tables.fingerprint`), and those that must be read live (`check_unmoved`)."""
+
+    heads: dict[str, Head]
+    bases: dict[str, base_tables.BaseRecord]
+
+    @property
+    def snapshots(self) -> dict[str, int | None]:
+        return {r: h.snapshot for r, h in self.heads.items()}
+
+    @property
+    def live(self) -> frozenset[str]:
+        return frozenset(r for r, b in self.bases.items() if b.live)
+
+
+def pin(session: Session, read: Mapping[str, Sequence[str]]) -> Pinned:
+    """Pin the relations of `read` (relation -> the columns read of it) as they are now."""
+    heads = session.current_heads(list(read))
+    bases = {
+        r: base_tables.fingerprint(session.table_metadata(r, head), read[r], head.snapshot)
+        for r, head in heads.items()
+    }
+    return Pinned(heads, bases)
 
 
 def check_unmoved(session: Session, heads: dict[str, Head], live: frozenset[str]) -> None:

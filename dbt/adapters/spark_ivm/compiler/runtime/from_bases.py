@@ -39,7 +39,7 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables
+from dbt.adapters.spark_ivm.compiler.runtime import facts
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 
 #: The metadata row a computed state's SELECT carries: never read (the later state reads a
@@ -67,21 +67,16 @@ def past(session: Session, states: Sequence[tuple[str, Plan]], reason: str) -> F
     maintained: a later one may read an earlier one, then through its SELECT) from the base
     tables, pinned now."""
     skipped = {state for state, _ in states}
-    relations = sorted({r for _, plan in states for r in plan.query.relations if r not in skipped})
-    heads = session.current_heads(relations)
     read: dict[str, set[str]] = {}
     for _, plan in states:
         for relation, columns in plan.query.columns_read().items():
-            read.setdefault(relation, set()).update(columns)
-    bases = {
-        r: base_tables.fingerprint(session.table_metadata(r, head), sorted(read[r]), head.snapshot)
-        for r, head in heads.items()
-    }
-    pinned = {r: h.snapshot for r, h in heads.items()}
-    live = frozenset(r for r, b in bases.items() if b.live)
+            if relation not in skipped:
+                read.setdefault(relation, set()).update(columns)
+    inputs = facts.pin(session, {r: sorted(c) for r, c in sorted(read.items())})
+    pinned, live = inputs.snapshots, inputs.live
     computed: dict[str, exp.Expression] = {}
     for state, plan in states:
         versions = render.Versions(old={}, new=pinned, logs={}, live=live, computed=dict(computed))
         renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
         computed[state] = operator_of(plan).initial_select(plan, renderers, NO_META)
-    return FromBases(reason, computed, pinned, heads, live)
+    return FromBases(reason, computed, pinned, inputs.heads, live)

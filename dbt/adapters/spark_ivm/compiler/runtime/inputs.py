@@ -23,13 +23,12 @@ from dbt.adapters.spark_ivm.compiler.frontend import views
 from dbt.adapters.spark_ivm.compiler.runtime import upstream
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
-    MetadataReader,
     ViewReader,
     describe_columns,
+    meta_rows,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import FIRST_RUN
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head
-from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
@@ -73,7 +72,7 @@ def stale_upstreams(
     notes: list[str] = []
     for state in states:
         try:
-            rows = _meta_rows(executor, state)
+            rows = meta_rows(executor, state)
             marks = upstream.in_catalog_of(state, upstream.watermarks(rows[0][0] if rows else None))
             heads = heads_of(sorted(marks))
         except Exception:  # noqa: BLE001, S112 - not an ivm state we can read: nothing to say
@@ -82,16 +81,6 @@ def stale_upstreams(
         if changed:
             notes.append(upstream.note(state, changed, model))
     return notes
-
-
-def _meta_rows(executor: Executor, state: str) -> list[tuple]:
-    """`state_table.meta_sql`'s rows: read by the driver where the session can (the row's
-    file, no Spark job: 0.064 s of a model's run at SF 0.1 as SQL), else in SQL."""
-    if isinstance(executor, MetadataReader):
-        found = executor.iceberg_rows_where(state, state_table.ROW, 1, [state_table.META])
-        if found is not None:
-            return found
-    return executor.fetch(state_table.meta_sql(state))
 
 
 @dataclass(frozen=True)
