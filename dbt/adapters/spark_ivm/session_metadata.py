@@ -128,8 +128,7 @@ def view_definition(
     relation: the SQL path says)."""
     try:
         external = active_session(spark).sessionState().catalog().externalCatalog()
-        if not external.tableExists(database.lower(), name.lower()):
-            return None
+        # No such relation raises: None, as for anything it cannot tell.
         found = external.getTable(database.lower(), name.lower())
         if str(found.tableType().name()) != "VIEW":
             return (None, [], "")

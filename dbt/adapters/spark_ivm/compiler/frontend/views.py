@@ -280,7 +280,8 @@ def read_definitions(
     listed: dict[str, set[str]] = {}
     for _ in range(MAX_DEPTH + 1):
         expanded = expand(model_sql, views, default_db, model)
-        new: list[str] = []
+        # The views found in this pass: read from the session's catalog, or None (to read).
+        new: dict[str, ViewDefinition | None] = {}
         for relation in base_relations(expanded, default_db, model):
             if relation.count(".") == 2:
                 # A relation of another catalog: its view's two-part names resolve there,
@@ -293,19 +294,17 @@ def read_definitions(
             if found is not None:
                 text, columns, spark_namespace = found
                 if text is not None or columns:
-                    views[relation] = definition(relation, text, columns, spark_namespace, model)
-                    new.append(relation)
+                    new[relation] = definition(relation, text, columns, spark_namespace, model)
                 continue
             database, name = relation.split(".", 1)
             if database not in listed:
                 listed[database] = _view_names(fetch, database)
             if name in listed[database] and relation not in views:
-                new.append(relation)
+                new[relation] = None
         if not new:
             return views
-        for relation in new:
-            if relation not in views:
-                views[relation] = read_definition(fetch, relation, model)
+        for relation, known in new.items():
+            views[relation] = known or read_definition(fetch, relation, model)
     raise UnsupportedQueryError(model, f"views nested more than {MAX_DEPTH} deep", model_sql[:120])
 
 
