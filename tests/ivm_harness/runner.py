@@ -48,7 +48,7 @@ def not_rebuilt(family: Family, log: RoundLog, invocation: InvocationResult) -> 
     """The family's models that ran with `ivm_refresh=full` in this round (`log.rebuilt`) and
     refreshed all the same: a round that says it rebuilds in place must have."""
     problems = []
-    for name in [family.name, *(n for n, _, _ in family.upstream)]:
+    for name in family.models:
         said = invocation.models.get(name)
         if name not in log.rebuilt or said is None or said.status not in ("success", "pass"):
             continue
@@ -287,7 +287,7 @@ class Harness:
             log.describe(table_names),
             "",
         ]
-        mine = [n for n in [family.name, *(n for n, _, _ in family.upstream)] if n in log.rebuilt]
+        mine = [n for n in family.models if n in log.rebuilt]
         if mine:
             parts.insert(3, f"this round ran {', '.join(mine)} with ivm_refresh=full")
         for table in family.tables:

@@ -130,6 +130,11 @@ class Family:
     tags: tuple[str, ...] = ()
     upstream: tuple[tuple[str, str, str], ...] = ()
 
+    @property
+    def models(self) -> list[str]:
+        """The family's own model and its upstream models, by name."""
+        return [self.name, *(name for name, _, _ in self.upstream)]
+
     def __post_init__(self) -> None:
         """Check the name and that the SELECT only names sources it declares."""
         if not _IDENT.match(self.name):

@@ -262,8 +262,8 @@ class Maintainer:
         plan: Plan,
         digest: str,
         reason: str,
-        in_place: bool = False,
-        started_ms: int | None = None,
+        in_place: bool,
+        started_ms: int,
     ) -> Outcome:
         how = "rebuild in place" if in_place else "full build"
         self.session.log(f"ivm model '{self.model}': {how} ({reason})")
@@ -279,7 +279,7 @@ class Maintainer:
                 cost.remembered(self.runs, run),
                 self.past.pinned if self.past is not None else None,
             ),
-            cost.Run(mode, started_ms or self.started_ms, None, 0),
+            cost.Run(mode, started_ms, None, 0),
             in_place=in_place,
             replace=self.existing == "view",
             publish=self.publish,

@@ -13,6 +13,7 @@ were, and the model's state is rebuilt past them from the base tables (`from_bas
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -57,13 +58,11 @@ def _detached_reader(
 ) -> Callable[[], dict[str, int | None] | None]:
     """What reads, once and only when asked, the snapshots the model's state read past its
     earlier states (None: not rebuilt so, or no state)."""
-    found: list[dict[str, int | None] | None] = []
 
+    @functools.cache
     def read() -> dict[str, int | None] | None:
-        if not found:
-            meta = maintainer().read_meta() if there() else None
-            found.append(meta.detached_at if meta is not None else None)
-        return found[0]
+        meta = maintainer().read_meta() if there() else None
+        return meta.detached_at if meta is not None else None
 
     return read
 
