@@ -13,15 +13,9 @@ that delete file points at, which the version diff reads at both versions):
     rebuild(now)   = seconds of the last rebuild in place (else of the build)
                      * inputs(now) / inputs(then)
     refresh(c)     = seconds of past refreshes at change size c, linear between the two
-                     nearest sizes, the smallest refresh's seconds below them, and above
-                     the largest c_H: s_H + slope * (c - c_H)
+                     nearest sizes, the smallest refresh's seconds below them, and
+                     proportional above the largest
     refresh(c)     = rebuild(now) * 2 * c / inputs(now)       (no refresh timed yet)
-
-Above the largest timed change the refresh keeps its fixed part (its statements, which a
-larger change does not add to) and grows by the larger of two slopes: the one its own
-refreshes show (from one at most half c_H's size to c_H's), and reading the change twice at
-the rebuild's pace, 2 * rebuild(now) / inputs(now), the least a capture reads. Without a
-rebuild's time it grows in proportion, s_H * c / c_H.
 
 and the policy (`ivm_refresh`) picks: `auto` rebuilds where the refresh's estimate exceeds
 the rebuild's, `incremental` always refreshes, `full` always rebuilds. Either estimate unknown
@@ -312,10 +306,8 @@ def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
     ...         Run("refresh", 2, 6.0, 50, 1000)]
     >>> estimate(runs, 30, 2000)  # between the two refreshes; inputs doubled since the build
     Estimate(refresh=4.0, rebuild=20.0, basis='2 timed refreshes', untimed=True)
-    >>> estimate(runs, 500, 1000).refresh  # ten times the largest change timed: its slope
-    51.0
-    >>> estimate(runs[:2], 60, 1000).refresh  # one size timed: the rebuild's pace above it
-    3.0
+    >>> estimate(runs, 500, 1000).refresh  # ten times the largest change timed
+    60.0
     >>> estimate(runs[:1], 300, 1000)  # no refresh timed: a prior from the build
     Estimate(refresh=6.0, rebuild=10.0, basis='no refresh timed yet', untimed=True)
     >>> estimate([*runs, Run("rebuild", 3, 4.0, 0, 1000)], 30, 1000).rebuild
@@ -339,30 +331,10 @@ def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
             return Estimate(None, rebuild, "no refresh timed yet", untimed)
         return Estimate(rebuild * 2 * change / inputs, rebuild, "no refresh timed yet", untimed)
     basis = f"{len(points)} timed refresh{'es' if len(points) > 1 else ''}"
-    pace = 2 * rebuild / inputs if rebuild is not None and inputs > 0 else None
-    return Estimate(_interpolate(points, change, pace), rebuild, basis, untimed)
+    return Estimate(_interpolate(points, change), rebuild, basis, untimed)
 
 
-def _interpolate(points: Sequence[tuple[int, float]], change: int, pace: float | None) -> float:
-    """Seconds of a refresh of `change` bytes from timed ones (`points`, sorted), `pace` the
-    least seconds a byte of change adds (None: not known). The module docstring's rule:
-
-    >>> _interpolate([(10, 2.0), (50, 6.0)], 30, None)
-    4.0
-    >>> _interpolate([(10, 2.0), (12, 2.4)], 100, 0.001)  # sizes too close for a slope
-    2.488
-    >>> _interpolate([(10, 2.0), (12, 2.4)], 100, None)
-    20.0
-    """
-    top_change, top_seconds = points[-1]
-    if change > top_change:
-        if pace is None:
-            return top_seconds * change / top_change if top_change > 0 else top_seconds
-        below = [p for p in points if p[0] * 2 <= top_change]
-        if below:
-            low_change, low_seconds = below[-1]
-            pace = max(pace, (top_seconds - low_seconds) / (top_change - low_change))
-        return top_seconds + pace * (change - top_change)
+def _interpolate(points: Sequence[tuple[int, float]], change: int) -> float:
     low_change, low_seconds = points[0]
     if change <= low_change:
         return low_seconds
@@ -373,7 +345,7 @@ def _interpolate(points: Sequence[tuple[int, float]], change: int, pace: float |
             share = (change - low_change) / (high_change - low_change)
             return low_seconds + share * (high_seconds - low_seconds)
         low_change, low_seconds = high_change, high_seconds
-    return top_seconds
+    return low_seconds * change / low_change if low_change > 0 else low_seconds
 
 
 @dataclass(frozen=True)
