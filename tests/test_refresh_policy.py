@@ -155,6 +155,8 @@ def test_full_rebuilds_each_changed_run_in_place_sub_query_states_too(project: S
             "(ivm_refresh='full'"
         ), message
         assert "rebuilt from the base tables past it" in message, message
+        # A bag past every earlier state: by its own SQL (`from_bases.whole_bag`).
+        assert "state rows, computed by its own SQL;" in message, message
         assert (
             f"state {SCHEMA}.staged__ivm_s0: left as it was (the model's state reads past"
             in message

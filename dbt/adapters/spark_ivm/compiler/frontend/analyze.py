@@ -87,6 +87,11 @@ def base_relations(sql: str, default_db: str, model: str = "?") -> list[str]:
     return found
 
 
+def parse_model_sql(sql: str, model: str = "?") -> exp.Expression:
+    """A model's one SELECT as the compiler reads it (an error naming the model otherwise)."""
+    return _parse(sql, model)
+
+
 def _parse(sql: str, model: str) -> exp.Expression:
     try:
         statements = [s for s in sqlglot.parse(sql, dialect=DIALECT) if s is not None]

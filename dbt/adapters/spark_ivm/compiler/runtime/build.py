@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace as with_fields
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -21,7 +22,7 @@ from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, IvmError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, facts
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, facts, from_bases
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.from_bases import FromBases
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
@@ -98,6 +99,35 @@ def create_state(
             session.run("delta log", statement)
 
 
+def _whole(
+    session: Session,
+    plan: Plan,
+    meta: str,
+    pinned: dict[str, int | None],
+    live: frozenset[str],
+    past: FromBases | None,
+) -> exp.Expression | None:
+    """A bag model rebuilt past every earlier state: its state from its own SQL
+    (`from_bases.whole_bag`), where every base it reads was pinned once (None: the
+    states' SELECTs, `past.computed`, compute it)."""
+    if past is None or past.model_sql is None or live or past.live:
+        return None
+    if any(past.pinned.get(r, s) != s for r, s in pinned.items()):
+        return None  # a base committed to between the two pins: each part reads its own
+    snapshots = {**past.pinned, **pinned}
+    default_db = session.target.schema.lower()
+    rows = from_bases.whole_bag(plan, past.model_sql, default_db, snapshots)
+    return None if rows is None else state_table.with_meta_row(rows, meta, plan.state_columns)
+
+
+class Written(NamedTuple):
+    """A state written: its data rows, and whether they were computed by the model's own SQL
+    (`from_bases.whole_bag`) rather than by its plan."""
+
+    rows: int
+    own_sql: bool
+
+
 def write_state(
     session: Session,
     plan: Plan,
@@ -108,8 +138,8 @@ def write_state(
     replace: bool,
     publish: bool,
     past: FromBases | None = None,
-) -> int:
-    """Write the state from its inputs as they are now, pinned first; its data rows.
+) -> Written:
+    """Write the state from its inputs as they are now, pinned first.
 
     In place (`INSERT OVERWRITE`) or as a new table replacing any old one (`create_state`):
     one commit either way. A base read live that got a commit meanwhile drops the new
@@ -123,8 +153,11 @@ def write_state(
     versions = render.Versions(old={}, new=pinned, logs={}, live=live, computed=computed)
     recorded = with_fields(run, inputs=cost.input_bytes(bases), snapshots=cost.reflecting(pinned))
     meta = meta_row(pinned, bases, recorded)
-    renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
-    select = operator_of(plan).initial_select(plan, renderers, meta)
+    select = _whole(session, plan, meta, pinned, live, past)
+    own_sql = select is not None
+    if select is None:
+        renderers = [TermRenderer(q, render.leaf_at(q, versions)) for q in plan.branch_queries]
+        select = operator_of(plan).initial_select(plan, renderers, meta)
     if in_place:
         # One commit: readers see the old rows until it, and a reader of this model's
         # delta log finds a commit with no entry and reads the version diff instead.
@@ -139,4 +172,4 @@ def write_state(
     except BaseRelationError:
         session.run("build state", state_table.drop_state_sql(state))
         raise
-    return session.state_rows()
+    return Written(session.state_rows(), own_sql)

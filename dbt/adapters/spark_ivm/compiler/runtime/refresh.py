@@ -268,7 +268,7 @@ class Maintainer:
         how = "rebuild in place" if in_place else "full build"
         self.session.log(f"ivm model '{self.model}': {how} ({reason})")
         mode = cost.REBUILD if in_place else cost.BUILD
-        rows = build.write_state(
+        state = build.write_state(
             self.session,
             plan,
             lambda pinned, bases, run: written(
@@ -310,9 +310,10 @@ class Maintainer:
             mode=Mode.BUILD,
             reason=reason,
             main_sql=main_sql,
-            summary=f"{'rebuilt in place' if in_place else 'built'} ({reason}): {rows} state rows",
+            summary=f"{'rebuilt in place' if in_place else 'built'} ({reason}): "
+            f"{state.rows} state rows{', computed by its own SQL' if state.own_sql else ''}",
             timings=self.session.timings,
-            rows=StateRows(inserted=rows),
+            rows=StateRows(inserted=state.rows),
             in_place=in_place,
             keeps_view=keeps_view,
         )

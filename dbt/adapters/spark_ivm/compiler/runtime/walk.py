@@ -177,7 +177,9 @@ def walk(
                 f"its {node.role.value} {node.target.view} would be rebuilt ({deferred.reason}); "
                 "rebuilt from the base tables past it"
             )
-            top.past = from_bases.past(top.session, skipped, why)
+            # Past every earlier state, a bag model may read its own SQL (`whole_bag`).
+            whole = user_sql if deferred.index == 0 else None
+            top.past = from_bases.past(top.session, skipped, why, whole)
         outcome = top.run()
     finally:
         for state in done:
