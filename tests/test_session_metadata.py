@@ -120,17 +120,20 @@ def test_view_properties_are_what_show_tblproperties_lists(project: SmallProject
 def test_view_definitions_are_what_describe_shows(project: SmallProject) -> None:
     """A view's text, columns and namespace read from the metastore's entry give the
     definition (and so the digest a model over it records) that `DESCRIBE TABLE EXTENDED`
-    gives, for the model's own view and a hand-made one; a table is no view, and no relation
-    is left to SQL."""
+    gives, for the model's own view and a hand-made one named in mixed case, as a model may
+    name it (the metastore keeps lower-case names and refuses others than letters, digits and
+    `_` for a view: `Invalid Hive object`); a table is no view, and no relation is left to
+    SQL."""
+    hand = "_Hand_View2"
     project.sql(
-        f"CREATE OR REPLACE VIEW {SCHEMA}.hand (g, doubled) AS "
+        f"CREATE OR REPLACE VIEW {SCHEMA}.`{hand}` (g, doubled) AS "
         f"SELECT g, x * 2 FROM {BASE} WHERE x IS NOT NULL"
     )
 
     def fetch(statement: str) -> list[tuple]:
         return [tuple(r) for r in _spark().sql(statement).collect()]
 
-    for name in (MODEL, "hand"):
+    for name in (MODEL, hand):
         found = session_metadata.view_definition(_spark(), SCHEMA, name)
         assert found is not None, name
         relation = f"{SCHEMA}.{name}"
