@@ -105,10 +105,19 @@ def leaf_at(query: Query, versions: Versions | None) -> LeafRenderer:
         if snap is None:
             body = exp.Select().select(exp.Star()).from_(table(relation)).where(exp.false())
         else:
-            body = template(f"SELECT * FROM :t VERSION AS OF {int(snap)}", t=table(relation))
+            body = at_snapshot(relation, snap)
         return exp.Subquery(this=body)
 
     return leaf
+
+
+def at_snapshot(relation: str, snapshot: int) -> exp.Expression:
+    """The relation's rows at a snapshot.
+
+    >>> at_snapshot("db.t", 7).sql("spark")
+    'SELECT * FROM `db`.`t` VERSION AS OF 7'
+    """
+    return template(f"SELECT * FROM :t VERSION AS OF {int(snapshot)}", t=table(relation))
 
 
 def full_term(query: Query) -> Term:

@@ -71,20 +71,20 @@ def relation_key(table: exp.Table, default_db: str) -> str:
     return f"{db}.{table.name}".lower()
 
 
+def base_tables(tree: exp.Expression, default_db: str) -> list[tuple[exp.Table, str]]:
+    """Each reference to a base relation in `tree` (CTE names and unnamed tables excluded),
+    with the relation's name (`relation_key`)."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return [
+        (table, relation_key(table, default_db))
+        for table in tree.find_all(exp.Table)
+        if table.name and not (not table.db and table.name.lower() in ctes)
+    ]
+
+
 def base_relations(sql: str, default_db: str, model: str = "?") -> list[str]:
     """The base relations a SELECT reads (CTE names excluded), in order of first use."""
-    tree = _parse(sql, model)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    found: list[str] = []
-    for table in tree.find_all(exp.Table):
-        if not table.db and table.name.lower() in ctes:
-            continue
-        if not table.name:
-            continue
-        key = relation_key(table, default_db)
-        if key not in found:
-            found.append(key)
-    return found
+    return list(dict.fromkeys(key for _, key in base_tables(_parse(sql, model), default_db)))
 
 
 def parse_model_sql(sql: str, model: str = "?") -> exp.Expression:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
-from dbt.adapters.spark_ivm.compiler.frontend.analyze import parse_model_sql, relation_key
+from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_tables, parse_model_sql
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
@@ -56,7 +56,7 @@ from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, bag_key
 from dbt.adapters.spark_ivm.compiler.runtime import facts
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW
-from dbt.adapters.spark_ivm.compiler.sql.templates import col, table, template
+from dbt.adapters.spark_ivm.compiler.sql.templates import col
 
 #: The metadata row a computed state's SELECT carries: never read (the later state reads a
 #: state's data rows only, `render.view_select`), so it records nothing.
@@ -141,16 +141,12 @@ AS `__ivm_q`(`__ivm_c0`) GROUP BY `__ivm_q`.`__ivm_c0`
         return None  # `db.t.c`: the table becomes a sub-query named `t`
     for arg in ("order", "limit", "offset"):
         tree.set(arg, None)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    for found in list(tree.find_all(exp.Table)):
-        if not found.db and found.name.lower() in ctes:
-            continue
-        snapshot = snapshots.get(relation_key(found, default_db))
+    for found, relation in base_tables(tree, default_db):
+        snapshot = snapshots.get(relation)
         renamed = found.args.get("alias") is not None and found.args["alias"].columns
-        if not found.name or snapshot is None or renamed:
+        if snapshot is None or renamed:
             return None
-        relation = relation_key(found, default_db)
-        body = template(f"SELECT * FROM :t VERSION AS OF {int(snapshot)}", t=table(relation))
+        body = render.at_snapshot(relation, snapshot)
         found.replace(exp.alias_(exp.Subquery(this=body), found.alias_or_name, table=True))
     columns = [f"__ivm_c{i}" for i in range(len(plan.keys))]
     alias = exp.TableAlias(
