@@ -276,7 +276,9 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(
     """A delete of a group's maximum makes its MIN/MAX lists recompute from the base table,
     which reads it three times over (`recompute_cost.py`): `auto` rebuilds in place instead,
     `incremental` recomputes; both exact. The history times that rebuild as a rebuild, not
-    as the refresh it replaced (the next estimate of a rebuild reads it)."""
+    as the refresh it replaced (the next estimate of a rebuild reads it), and records the
+    refresh as one of its change size that cost its run up to the turn plus a rebuild: the
+    next such delete is rebuilt at once, by the estimates, without a delta."""
     p = project
     p.base_table("spread", "k string, x int")
     for batch in range(10):  # ten files: one row's delete rewrites a tenth of the bytes
@@ -312,5 +314,12 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(
     p.sql(f"INSERT INTO {SCHEMA}.spread VALUES ('a', 1)")
     assert not _message(p, "extremes")["extremes"].startswith("built")
     runs = p.sql(_history_query(f"{SCHEMA}.extremes__ivm_state"))
-    assert [r[1] for r in runs[:2]] == ["build", "rebuild"], runs
-    assert 0 < runs[1][2] < HELD_S, runs  # the rebuild's seconds: not the held refresh's
+    assert [r[1] for r in runs[:3]] == ["build", "refresh", "rebuild"], runs
+    assert runs[1][2] > HELD_S, runs  # the turned refresh: held, then a rebuild's estimate
+    assert 0 < runs[2][2] < HELD_S, runs  # the rebuild's seconds: not the held refresh's
+    # A delete of the other group's maximum rewrites a file as large: rebuilt at once.
+    p.sql(f"DELETE FROM {SCHEMA}.spread WHERE x = 99")
+    again = _message(p, "extremes")["extremes"]
+    assert again.startswith("rebuilt in place (the change's files are"), again
+    assert "timed refresh" in again, again
+    _equal(p, "extremes", EXTREMES_SQL)

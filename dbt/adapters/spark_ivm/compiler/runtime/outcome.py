@@ -39,7 +39,9 @@ class Rebuild(Exception):
     'the state has no record of base table db.t'
     """
 
-    def __init__(self, reason: str, in_place: bool = False, deferrable: bool = True) -> None:
+    def __init__(
+        self, reason: str, in_place: bool = False, deferrable: bool = True, by_cost: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         # The state's plan and inputs are the ones it was built from (a rebuild chosen by
@@ -48,6 +50,10 @@ class Rebuild(Exception):
         # An earlier state of a model may leave a rebuild in place to the model's state
         # (`RebuildDeferred`); not one that times a rebuild, or that catches the state up.
         self.deferrable = deferrable
+        # A refresh that turned into a rebuild after its delta, which asked for a recompute
+        # costing more than a rebuild (`recompute_cost.py`): the run records it as a refresh
+        # of its change size that cost that much (`cost.turned`).
+        self.by_cost = by_cost
 
 
 class RebuildDeferred(Exception):

@@ -136,6 +136,7 @@ class Maintainer:
     # When this run chose to refresh (None: it did not): a rebuild that the refresh turns
     # into later (`Session.may_recompute`) is timed from here (`_build`).
     chose_ms: int | None = None
+    attempt: cost.Run | None = None  # the record of the refresh this run chose
 
     @property
     def target(self) -> Target:
@@ -207,6 +208,8 @@ class Maintainer:
                 if rebuild.in_place and rebuild.deferrable and self.defer_rebuild:
                     raise RebuildDeferred(rebuild.reason) from None
                 reason, in_place = rebuild.reason, rebuild.in_place
+                if rebuild.by_cost and self.attempt is not None:
+                    self.runs = cost.turned(self.runs, self.attempt, choice.now_ms())
             finally:
                 if not self.keep_scratch:  # else the caller reads the delta table first
                     self.session.drop_scratch()
@@ -347,7 +350,7 @@ class Maintainer:
             bases,
             self.defer_since,
         )
-        self.chose_ms = choice.now_ms()
+        self.chose_ms, self.attempt = choice.now_ms(), run
         captured = logs.write_logs(self.session, query, watermarks, pinned, metadata, self.handoff)
         self.session.checkpoint("logs")
         methods = captured.methods

@@ -96,7 +96,7 @@ class Session:
         in `reads` reads of the inputs."""
         why = self.recompute_instead(groups, reads) if self.recompute_instead else None
         if why is not None:
-            raise Rebuild(why, in_place=True)
+            raise Rebuild(why, in_place=True, by_cost=True)
 
     def compute_scratch(
         self, label: str, name: str, select: exp.Expression, eager: bool = True
