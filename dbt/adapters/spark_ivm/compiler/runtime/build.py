@@ -22,9 +22,17 @@ from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError, IvmError
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.family import operator_of
 from dbt.adapters.spark_ivm.compiler.plan import Plan
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, facts, from_bases
-from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP
+from dbt.adapters.spark_ivm.compiler.runtime import (
+    base_tables,
+    commit,
+    cost,
+    facts,
+    from_bases,
+    view,
+)
+from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP, REPLACED_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.from_bases import FromBases
+from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.sql import state_table
 from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
@@ -173,3 +181,65 @@ def write_state(
         session.run("build state", state_table.drop_state_sql(state))
         raise
     return Written(session.state_rows(), own_sql)
+
+
+def build(
+    session: Session,
+    plan: Plan,
+    meta_row: BuildMeta,
+    reason: str,
+    run: cost.Run,
+    *,
+    in_place: bool,
+    existing: str | None,
+    publish: bool,
+    past: FromBases | None,
+    new_view: Callable[[], view.ViewStatement],
+) -> Outcome:
+    """Build the state (`write_state`) and, but in place, the model's view over it where the
+    one there is not it (`new_view`); `existing` is what the relation is now (None, "view",
+    "table"), `run` the run's record."""
+    how = "rebuild in place" if in_place else "full build"
+    session.log(f"ivm model '{session.model}': {how} ({reason})")
+    state = write_state(
+        session,
+        plan,
+        meta_row,
+        run,
+        in_place=in_place,
+        replace=existing == "view",
+        publish=publish,
+        past=past,
+    )
+    if in_place or existing == "view":
+        # The old state's snapshots stay until expired: a model rebuilt on every run
+        # (`ivm_refresh`, a change rewriting most of its inputs) kept all of them.
+        commit.keep_up(session, publish)
+    # In place the view is the one there (same SQL, same state table), and kept.
+    keeps_view = False
+    main_sql: str | None = None
+    if not in_place:
+        made = new_view()
+        keeps_view = existing == "view" and made.is_there(_view_properties(session))
+        if not keeps_view:
+            main_sql = made.sql
+        session.checkpoint(REPLACED_STEP)
+    return Outcome(
+        mode=Mode.BUILD,
+        reason=reason,
+        main_sql=main_sql,
+        summary=f"{'rebuilt in place' if in_place else 'built'} ({reason}): "
+        f"{state.rows} state rows{', computed by its own SQL' if state.own_sql else ''}",
+        timings=session.timings,
+        rows=StateRows(inserted=state.rows),
+        in_place=in_place,
+        keeps_view=keeps_view,
+    )
+
+
+def _view_properties(session: Session) -> dict[str, str] | None:
+    """The properties of the model's view now (None: none readable)."""
+    try:
+        return session.properties(session.target.view)
+    except Exception:  # noqa: BLE001 - no view to keep: the build creates one
+        return None

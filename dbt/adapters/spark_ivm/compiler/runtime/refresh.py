@@ -43,7 +43,6 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
     view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
-from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REPLACED_STEP
 from dbt.adapters.spark_ivm.compiler.runtime.from_bases import FromBases
 from dbt.adapters.spark_ivm.compiler.runtime.logs import Handoff
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
@@ -134,7 +133,7 @@ class Maintainer:
     past: FromBases | None = None
     started_ms: int = field(default_factory=choice.now_ms)
     # When this run chose to refresh (None: it did not): a rebuild that the refresh turns
-    # into later (`Session.may_recompute`) is timed from here (`_build`).
+    # into later (`Session.may_recompute`) is timed from here (`build.build`).
     chose_ms: int | None = None
     attempt: cost.Run | None = None  # the record of the refresh this run chose
 
@@ -261,17 +260,9 @@ class Maintainer:
         return heads
 
     def _build(
-        self,
-        plan: Plan,
-        digest: str,
-        reason: str,
-        in_place: bool,
-        started_ms: int,
+        self, plan: Plan, digest: str, reason: str, in_place: bool, started_ms: int
     ) -> Outcome:
-        how = "rebuild in place" if in_place else "full build"
-        self.session.log(f"ivm model '{self.model}': {how} ({reason})")
-        mode = cost.REBUILD if in_place else cost.BUILD
-        state = build.write_state(
+        return build.build(
             self.session,
             plan,
             lambda pinned, bases, run: written(
@@ -282,21 +273,13 @@ class Maintainer:
                 cost.remembered(self.runs, run),
                 self.past.pinned if self.past is not None else None,
             ),
-            cost.Run(mode, started_ms, None, 0),
+            reason,
+            cost.Run(cost.REBUILD if in_place else cost.BUILD, started_ms, None, 0),
             in_place=in_place,
-            replace=self.existing == "view",
+            existing=self.existing,
             publish=self.publish,
             past=self.past,
-        )
-        if in_place or self.existing == "view":
-            # The old state's snapshots stay until expired: a model rebuilt on every run
-            # (`ivm_refresh`, a change rewriting most of its inputs) kept all of them.
-            commit.keep_up(self.session, self.publish)
-        # In place the view is the one there (same SQL, same state table), and kept.
-        keeps_view = False
-        main_sql: str | None = None
-        if not in_place:
-            made = view.create_view_sql(
+            new_view=lambda: view.create_view_sql(
                 self.target,
                 plan,
                 digest,
@@ -304,29 +287,8 @@ class Maintainer:
                 self.view_properties,
                 self.top,
                 self.docs,
-            )
-            keeps_view = self.existing == "view" and made.is_there(self._view_properties())
-            if not keeps_view:
-                main_sql = made.sql
-            self.session.checkpoint(REPLACED_STEP)
-        return Outcome(
-            mode=Mode.BUILD,
-            reason=reason,
-            main_sql=main_sql,
-            summary=f"{'rebuilt in place' if in_place else 'built'} ({reason}): "
-            f"{state.rows} state rows{', computed by its own SQL' if state.own_sql else ''}",
-            timings=self.session.timings,
-            rows=StateRows(inserted=state.rows),
-            in_place=in_place,
-            keeps_view=keeps_view,
+            ),
         )
-
-    def _view_properties(self) -> dict[str, str] | None:
-        """The properties of the model's view now (None: none readable)."""
-        try:
-            return self.session.properties(self.target.view)
-        except Exception:  # noqa: BLE001 - no view to keep: the build creates one
-            return None
 
     def _refresh(
         self, plan: Plan, meta: StateMeta, digest: str, heads: dict[str, Head] | None
