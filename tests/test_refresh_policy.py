@@ -316,6 +316,7 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(
     runs = p.sql(_history_query(f"{SCHEMA}.extremes__ivm_state"))
     assert [r[1] for r in runs[:3]] == ["build", "refresh", "rebuild"], runs
     assert runs[1][2] > HELD_S, runs  # the turned refresh: held, then a rebuild's estimate
+    assert [r[7] for r in runs[:3]] == [False, True, False], runs  # `turned`
     assert 0 < runs[2][2] < HELD_S, runs  # the rebuild's seconds: not the held refresh's
     # A delete of the other group's maximum rewrites a file as large: rebuilt at once.
     p.sql(f"DELETE FROM {SCHEMA}.spread WHERE x = 99")

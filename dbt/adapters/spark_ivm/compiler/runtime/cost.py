@@ -100,6 +100,9 @@ class Run:
     rows: tuple[int, int, int] | None = None
     # Per base relation, the snapshot the run brought the state to (its watermarks).
     snapshots: tuple[tuple[str, int | None], ...] = ()
+    # A refresh that turned into a rebuild after its delta (`turned`): it committed nothing,
+    # and its seconds are what it spent plus the rebuild's estimate.
+    turned: bool = False
 
     def json(self) -> dict[str, Any]:
         inserted, updated, deleted = self.rows or (None, None, None)
@@ -113,6 +116,7 @@ class Run:
             "updated": updated,
             "deleted": deleted,
             "snapshots": dict(self.snapshots),
+            "turned": self.turned,
         }
 
     @classmethod
@@ -127,6 +131,7 @@ class Run:
                 int(found.get("inputs", 0) or 0),
                 _rows(found),
                 _snapshots(found.get("snapshots")),
+                found.get("turned") is True,
             )
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
@@ -239,8 +244,8 @@ def turned(runs: Sequence[Run], attempt: Run, turned_ms: int) -> list[Run]:
 
     >>> runs = [Run("build", 0, 10.0, 0, 1000), Run("refresh", 1, 2.0, 10, 1000)]
     >>> new = turned(runs, Run("refresh", 5_000, None, 80, 1000), 9_000)
-    >>> new[-1].seconds, estimate(new, 80, 1000).refresh
-    (14.0, 14.0)
+    >>> new[-1].seconds, new[-1].turned, estimate(new, 80, 1000).refresh
+    (14.0, True, 14.0)
     >>> turned(runs[1:], Run("refresh", 5_000, None, 80, 1000), 9_000) == runs[1:]
     True
     """
@@ -248,7 +253,7 @@ def turned(runs: Sequence[Run], attempt: Run, turned_ms: int) -> list[Run]:
     if rebuild is None:  # no rebuild timed: the recompute was not weighed against one
         return list(runs)
     spent = max(0, turned_ms - attempt.started_ms) / 1000
-    return [*runs, replace(attempt, seconds=round(spent + rebuild, 3))]
+    return [*runs, replace(attempt, seconds=round(spent + rebuild, 3), turned=True)]
 
 
 @dataclass(frozen=True)

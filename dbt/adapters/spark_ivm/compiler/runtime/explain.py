@@ -164,12 +164,15 @@ def run_lines(runs: Sequence[cost.Run]) -> list[str]:
     1970-01-01 00:01:01 refresh ? s, rows +1 ~2 -0, 2048 bytes changed; snapshots db.t 8
     >>> run_lines([cost.Run("refresh", 0, 1.0)])  # recorded by an older version
     ['1970-01-01 00:00:00 refresh 1.0 s']
+    >>> run_lines([cost.Run("refresh", 0, 9.5, 80, turned=True)])
+    ['1970-01-01 00:00:00 refresh turned into a rebuild after its delta, est. 9.5 s, 80 bytes changed']
     """
     lines: list[str] = []
     before: dict[str, int | None] = {}
     for run in runs:
         when = datetime.fromtimestamp(run.started_ms / 1000, UTC)
-        said = [f"{when:%Y-%m-%d %H:%M:%S} {run.mode} {_seconds(run.seconds)} s"]
+        how = " turned into a rebuild after its delta, est." if run.turned else ""
+        said = [f"{when:%Y-%m-%d %H:%M:%S} {run.mode}{how} {_seconds(run.seconds)} s"]
         if run.rows is not None:
             said.append("rows +{} ~{} -{}".format(*run.rows))
         if run.mode == cost.REFRESH and run.change:
