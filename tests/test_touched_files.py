@@ -34,10 +34,10 @@ MOR = (
 
 def test_the_side_predicates_name_the_files_and_ranges() -> None:
     rows = [
-        (1, 0, "f/new.parquet", None, None),
-        (2, 0, "f/gone.parquet", None, None),
-        (1, 1, "f/del-1.parquet", "f/a.parquet", "f/a.parquet"),
-        (2, 1, "f/del-0.parquet", "f/b.parquet", "f/c.parquet"),
+        (1, 0, "f/new.parquet", None, None, "PARQUET"),
+        (2, 0, "f/gone.parquet", None, None, "PARQUET"),
+        (1, 1, "f/del-1.parquet", "f/a.parquet", "f/a.parquet", "PARQUET"),
+        (2, 1, "f/del-0.parquet", "f/b.parquet", "f/c.parquet", "PARQUET"),
     ]
     found = touched_files.touched(rows, ["k", "x"])
     assert isinstance(found, touched_files.Touched)
@@ -53,9 +53,9 @@ def test_the_side_predicates_name_the_files_and_ranges() -> None:
 @pytest.mark.parametrize(
     ("rows", "columns", "why"),
     [
-        ([(1, 2, "f/eq.parquet", None, None)], ["k"], "equality delete"),
-        ([(1, 1, "f/del.parquet", None, "f/a")], ["k"], "no bounds"),
-        ([(1, 0, "f/new.parquet", None, None)], ["k", "_FILE"], "column named _file"),
+        ([(1, 2, "f/eq.parquet", None, None, "PARQUET")], ["k"], "equality delete"),
+        ([(1, 1, "f/del.parquet", None, "f/a", "PARQUET")], ["k"], "no bounds"),
+        ([(1, 0, "f/new.parquet", None, None, "PARQUET")], ["k", "_FILE"], "column named _file"),
     ],
 )
 def test_whole_versions_where_the_files_are_not_bounded(rows, columns, why) -> None:
@@ -106,7 +106,15 @@ def _refresh(p: SmallProject, model: str = MODEL, select: str = SELECT) -> str:
 
 
 def _read_fewer_files(message: str) -> None:
-    """The session method read each side through some of the table's files, not all."""
+    """The session method read each side through some of the table's files, not all: by
+    the positions its delete files name (`position_deletes.py`), else by the version diff
+    of both versions' touched files."""
+    if "position deletes of" in message:
+        found = re.findall(r"(added|removed|old|new) (\d+) of (\d+)", message)
+        assert found, message
+        assert all(int(read) < int(planned) for _, read, planned in found), message
+        assert any(part == "old" and int(read) > 0 for part, read, _ in found), message
+        return
     found = re.search(r"read (\d+) of (\d+) files new, (\d+) of (\d+) old", message)
     assert found, message
     new_read, new_all, old_read, old_all = (int(g) for g in found.groups())
@@ -122,7 +130,7 @@ def test_deletes_updates_and_merges_pair_only_the_touched_files(project: SmallPr
         "ON t.x = s.x WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *"
     )
     message = _refresh(p)
-    assert "version diff of" in message and "touched files" in message, message
+    assert "position deletes of" in message and "touched files" in message, message
     _read_fewer_files(message)
     # a row inserted and deleted in one window, and a NULL key
     p.sql(f"INSERT INTO {BASE} VALUES ('k7', 1), (NULL, 2)")
@@ -229,3 +237,34 @@ def test_deletion_vectors_pair_only_the_files_they_name(
     p.sql(f"UPDATE {table} SET k = NULL WHERE x IN (14, 314)")
     message = _refresh(p, model, select)
     assert "touched files" in message and "files new" not in message, message
+
+
+def test_rows_come_back_when_a_delete_file_is_removed(project: SmallProject) -> None:
+    """A commit that removes a position delete file without another holding its positions
+    makes its rows visible again: the position read finds them at the new version
+    (`position_deletes.py`, P(R) - P(A)), beside a DELETE in the same window."""
+    from pyspark.sql import SparkSession  # the session method: this process's Spark
+
+    p = project
+    table, model = f"{SCHEMA}.back", "back_by_key"
+    select = f"select k, count(*) as n, sum(x) as s from {table} group by k"
+    p.sql(f"DROP TABLE IF EXISTS {table}")
+    p.sql(f"CREATE TABLE {table} (k string, x int) USING iceberg TBLPROPERTIES ({MOR})")
+    _fill_files(p, table)
+    p.model(model, select)
+    assert p.dbt("run", "--select", model).success
+    gone = f"SELECT count(*) FROM {table} WHERE x IN (1, 2, 101)"
+    (before,) = p.sql(gone)[0]
+    p.sql(f"DELETE FROM {table} WHERE x IN (1, 2, 101)")
+    _refresh(p, model, select)
+    spark = SparkSession.builder.getOrCreate()
+    iceberg = session_metadata.iceberg_table(spark, table)
+    deletes = iceberg.currentSnapshot().addedDeleteFiles(iceberg.io()).iterator()
+    undo = iceberg.newRowDelta()
+    while deletes.hasNext():
+        undo = undo.removeDeletes(deletes.next())
+    undo.commit()
+    p.sql(f"DELETE FROM {table} WHERE x = 3")
+    assert p.sql(gone)[0][0] == before > 0  # the deleted rows are back
+    message = _refresh(p, model, select)
+    assert "position deletes of" in message and ", new " in message, message  # rows back

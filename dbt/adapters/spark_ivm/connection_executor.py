@@ -94,7 +94,12 @@ class ConnectionExecutor:
         return SparkSession.builder.getOrCreate()
 
     def file_scan_view(
-        self, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+        self,
+        relation: str,
+        snapshot: int,
+        keep: Callable[[str], bool],
+        view_name: str,
+        positions: bool = False,
     ) -> tuple[int, int] | None:
         """Session method only: `relation` at `snapshot`, read through the data files whose
         path `keep` accepts, as the temp view `view_name` (`staged_reads.py`); (files read,
@@ -103,11 +108,17 @@ class ConnectionExecutor:
         if spark is None:
             return None
         self.release_scratch_view(view_name)
-        staged = staged_reads.stage(spark, relation, snapshot, keep, view_name)
+        staged = staged_reads.stage(spark, relation, snapshot, keep, view_name, positions)
         if staged is None:
             return None
         self._staged[view_name] = staged
         return staged.kept, staged.planned
+
+    def delete_positions_view(self, paths: Sequence[str], view_name: str) -> bool:
+        """Session method only: the positions Parquet position delete files hold, as the temp
+        view `view_name` (`staged_reads.positions_view`)."""
+        spark = self._local_session()
+        return spark is not None and staged_reads.positions_view(spark, paths, view_name)
 
     def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
         spark = self._local_session()

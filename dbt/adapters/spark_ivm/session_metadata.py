@@ -258,7 +258,7 @@ def window_files(
     from the manifests the window's snapshots wrote (no Spark job): (status 1 added /
     2 removed, content 0 data / 1 position / 2 equality deletes, path, lower and upper bound
     of the field `path_field` as text, or for a deletion vector the data file it names, or
-    None) per file a snapshot added or removed.
+    None, and the file format) per file a snapshot added or removed.
 
     A snapshot's added and removed files are the entries of that status and snapshot id in
     the manifests it wrote (a manifest merged later lists them as existing). Read through
@@ -304,7 +304,9 @@ def window_files(
                                 referenced = f.referencedDataFile()
                                 if low is None and referenced is not None:
                                     low = high = str(referenced)
-                            rows.append((status, content, str(f.location()), low, high))
+                            rows.append(
+                                (status, content, str(f.location()), low, high, str(f.format()))
+                            )
                     finally:
                         reader.close()
     except Exception:  # noqa: BLE001 - the SQL path reads `all_entries` instead

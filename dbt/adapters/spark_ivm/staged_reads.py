@@ -17,7 +17,7 @@ where it cannot, and the caller reads both versions in SQL.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,8 @@ from dbt.adapters.spark_ivm.session_metadata import iceberg_table
 TASK_SET_OPTION = "scan-task-set-id"
 #: Iceberg's registry of staged task sets, which a read with that option takes its tasks from.
 TASK_SET_MANAGER = "org.apache.iceberg.spark.ScanTaskSetManager"
+#: Iceberg's metadata columns naming a row's data file and its position in it.
+POSITION_COLUMNS = ("_file", "_pos")
 
 
 @dataclass(frozen=True)
@@ -36,17 +38,23 @@ class StagedRead:
     """A staged task set: what `release` needs, and what the log line reports."""
 
     table: Any  # org.apache.iceberg.Table the tasks were staged for
-    set_id: str
+    set_id: str  # "" where no file was kept (and nothing staged)
     kept: int  # data files read
     planned: int  # data files of the table at the snapshot
 
 
 def stage(
-    spark: Any, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+    spark: Any,
+    relation: str,
+    snapshot: int,
+    keep: Callable[[str], bool],
+    view_name: str,
+    positions: bool = False,
 ) -> StagedRead | None:
     """Plan `relation`'s scan at `snapshot`, stage the tasks of the data files whose path
-    `keep` accepts, and name their read `view_name` (a session temp view); None where this
-    session cannot (then nothing is staged)."""
+    `keep` accepts, and name their read `view_name` (a session temp view; with `positions`
+    it has Iceberg's `_file` and `_pos` too); None where this session cannot (then nothing
+    is staged)."""
     try:
         iceberg = iceberg_table(spark, relation)
         tasks = java_class(spark, "java.util.ArrayList")()
@@ -61,6 +69,14 @@ def stage(
                     tasks.add(task)
         finally:
             files.close()
+        if tasks.isEmpty():
+            # Iceberg stages no empty set: no file kept reads no row (the current schema,
+            # as a staged read's)
+            read = spark.read.table(sql(table(relation))).limit(0)
+            if positions:
+                read = read.select("*", POSITION_COLUMNS[0], POSITION_COLUMNS[1])
+            read.createOrReplaceTempView(view_name)
+            return StagedRead(iceberg, "", 0, planned)
         set_id = f"ivm-{uuid.uuid4()}"
         java_class(spark, TASK_SET_MANAGER).get().stageTasks(iceberg, set_id, tasks)
         staged = StagedRead(iceberg, set_id, int(tasks.size()), planned)
@@ -68,6 +84,8 @@ def stage(
             # the table `iceberg_table` resolved, by the same name: its catalog's scan builder
             # takes the option (`format("iceberg").load(name)` wants a catalog of Iceberg's)
             read = spark.read.option(TASK_SET_OPTION, set_id).table(sql(table(relation)))
+            if positions:
+                read = read.select("*", POSITION_COLUMNS[0], POSITION_COLUMNS[1])
             read.createOrReplaceTempView(view_name)
         except Exception:
             release(spark, staged)
@@ -79,8 +97,21 @@ def stage(
 
 def release(spark: Any, staged: StagedRead) -> None:
     """Forget a staged task set (its read has been computed, or is abandoned)."""
+    if not staged.set_id:
+        return  # nothing was staged
     try:
         manager = java_class(spark, TASK_SET_MANAGER).get()
         manager.removeTasks(staged.table, staged.set_id)
     except Exception:  # noqa: BLE001, S110 - the set is a few task objects in the driver
         pass
+
+
+def positions_view(spark: Any, paths: Sequence[str], view_name: str) -> bool:
+    """Name the positions that the Parquet position delete files `paths` hold (`file_path`,
+    `pos`) `view_name`, a session temp view; False where this session cannot read them."""
+    try:
+        read = spark.read.parquet(*paths).select("file_path", "pos")
+        read.createOrReplaceTempView(view_name)
+    except Exception:  # noqa: BLE001 - e.g. a file system only Iceberg's FileIO reads
+        return False
+    return True

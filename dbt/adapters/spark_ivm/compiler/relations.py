@@ -83,3 +83,11 @@ class Target:
 
     def file_scan(self, index: int, new: bool) -> str:
         return self._scratch(f"files_{index}_{'new' if new else 'old'}")
+
+    def file_read(self, index: int, part: str) -> str:
+        """A read of some data files of input `index` (`capture/position_deletes.py`)."""
+        return self._scratch(f"files_{index}_{part}")
+
+    def positions(self, index: int, part: str) -> str:
+        """Positions of delete files of input `index` (`capture/position_deletes.py`)."""
+        return self._scratch(f"positions_{index}_{part}")

@@ -51,6 +51,8 @@ class Touched:
     removed: tuple[str, ...]  # data files at old that are gone at new
     added: tuple[str, ...]  # data files at new that were not at old
     ranges: tuple[tuple[str, str], ...]  # (lower, upper) path bounds of the window's deletes
+    # The window's delete files: (status 1 added / 2 removed, path, file format).
+    deletes: tuple[tuple[int, str, str], ...] = ()
 
     @property
     def count(self) -> int:
@@ -87,7 +89,7 @@ def entries_sql(relation: str, snapshot_ids: Sequence[int]) -> str:
     """The data and delete files the window's snapshots added (status 1) or removed (2), with
     the paths each delete file may point at: its `file_path` bounds (a format 2 position
     delete file), else the one data file it belongs to (a format 3 deletion vector, which
-    has no bounds)."""
+    has no bounds), and its file format."""
     entries = f"{sql(table(relation))}.`all_entries`"
     ids = ", ".join(str(int(s)) for s in snapshot_ids)
 
@@ -99,7 +101,7 @@ def entries_sql(relation: str, snapshot_ids: Sequence[int]) -> str:
 
     return (
         "SELECT DISTINCT status, data_file.content, data_file.file_path, "
-        f"{bound('lower')}, {bound('upper')} "
+        f"{bound('lower')}, {bound('upper')}, data_file.file_format "
         f"FROM {entries} WHERE snapshot_id IN ({ids}) AND status IN (1, 2)"
     )
 
@@ -113,7 +115,8 @@ def touched(rows: Sequence[tuple], columns: Collection[str]) -> Touched | Refusa
     removed: set[str] = set()
     added: set[str] = set()
     ranges: set[tuple[str, str]] = set()
-    for status, content, path, low, high in rows:
+    deletes: set[tuple[int, str, str]] = set()
+    for status, content, path, low, high, file_format in rows:
         if int(content) == 0:
             (added if int(status) == 1 else removed).add(str(path))
         elif int(content) == 1:
@@ -122,8 +125,11 @@ def touched(rows: Sequence[tuple], columns: Collection[str]) -> Touched | Refusa
                     f"position delete file {path} has no bounds on the paths it points at"
                 )
             ranges.add((str(low), str(high)))
+            deletes.add((int(status), str(path), str(file_format).upper()))
         else:
             return Refusal("the window has equality delete files (they apply to every older file)")
     if max(len(removed), len(added), len(ranges)) > MAX_LISTED:
         return Refusal(f"the window touched more than {MAX_LISTED} files")
-    return Touched(tuple(sorted(removed)), tuple(sorted(added)), tuple(sorted(ranges)))
+    return Touched(
+        tuple(sorted(removed)), tuple(sorted(added)), tuple(sorted(ranges)), tuple(sorted(deletes))
+    )

@@ -76,11 +76,22 @@ class FileScanReader(Protocol):
     files only (the session method; `capture/merge_on_read.py`)."""
 
     def file_scan_view(
-        self, relation: str, snapshot: int, keep: Callable[[str], bool], view_name: str
+        self,
+        relation: str,
+        snapshot: int,
+        keep: Callable[[str], bool],
+        view_name: str,
+        positions: bool = False,
     ) -> tuple[int, int] | None:
         """Create `view_name` over the rows `relation` had at `snapshot` in the data files
-        whose path `keep` accepts; (files read, files planned), or None when this connection
-        cannot (then SQL reads the whole version). `release_scratch_view` frees it."""
+        whose path `keep` accepts (with `positions`, and their `_file` and `_pos`); (files
+        read, files planned), or None when this connection cannot (then SQL reads the whole
+        version). `release_scratch_view` frees it."""
+        ...
+
+    def delete_positions_view(self, paths: Sequence[str], view_name: str) -> bool:
+        """Create `view_name` over the (`file_path`, `pos`) rows of the Parquet position
+        delete files `paths` (`capture/position_deletes.py`); False when it cannot."""
         ...
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 
 from dbt.adapters.spark_ivm.compiler import capture
 from dbt.adapters.spark_ivm.compiler.capture import (
     changelog,
     delta_log,
     merge_on_read,
+    position_deletes,
     selection,
     touched_files,
     version_diff,
@@ -28,12 +28,8 @@ from dbt.adapters.spark_ivm.compiler.capture import (
 from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.ir import Query
 from dbt.adapters.spark_ivm.compiler.optimize import pruning
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables
-from dbt.adapters.spark_ivm.compiler.runtime.executor import (
-    ChangelogReader,
-    FileScanReader,
-    MetadataReader,
-)
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, file_reads
+from dbt.adapters.spark_ivm.compiler.runtime.executor import ChangelogReader, MetadataReader
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 
@@ -125,18 +121,29 @@ def write_logs(
         else:
             snapshots = metadata[relation].snapshots
             touched = _touched(session, relation, query, snapshots, old, new)
+            table_columns = [name for name, _ in query.columns_of(relation)]
+            positions = (
+                None
+                if touched is None or old is None
+                else file_reads.position_scans(
+                    session, relation, index, old, new, touched, table_columns
+                )
+            )
             views = (
                 None
-                if touched is None
-                else _file_scans(session, relation, index, old, new, touched)
+                if touched is None or old is None or positions is not None
+                else file_reads.file_scans(session, relation, index, old, new, touched)
             )
             found.methods[relation] = (
-                "version diff"
+                ("position deletes" if positions else "version diff")
                 + (f" of {touched.count} touched files" if touched else "")
+                + (f", {positions[1]}" if positions else "")
                 + (f", {views[2]}" if views else "")
                 + (f" ({logged})" if logged else "")
             )
-            if views is not None:
+            if positions is not None:
+                select = position_deletes.log_select(positions[0], columns, exact)
+            elif views is not None:
                 select = merge_on_read.log_select(views[0], views[1], columns, exact)
             else:
                 select = version_diff.log_select(
@@ -179,39 +186,6 @@ def _touched(
             return None
     found = touched_files.touched(rows, [name for name, _ in query.columns_of(relation)])
     return None if isinstance(found, Refusal) else found
-
-
-def _file_scans(
-    session: Session,
-    relation: str,
-    index: int,
-    old: int | None,
-    new: int,
-    touched: touched_files.Touched,
-) -> tuple[str, str, str] | None:
-    """The two sides of a touched-files version diff read through their files only
-    (`capture/merge_on_read.py`): (new side's view, old side's view, what was read), or
-    None where the connection cannot (then SQL scans both versions whole)."""
-    executor = session.executor
-    if old is None or not isinstance(executor, FileScanReader):
-        return None
-    start = time.monotonic()
-    read: list[tuple[int, int]] = []
-    views = (session.target.file_scan(index, new=True), session.target.file_scan(index, new=False))
-    for view, snapshot, is_new in ((views[0], new, True), (views[1], old, False)):
-        session.scratch.append(view)
-        found = executor.file_scan_view(
-            relation, snapshot, partial(touched.keeps, new=is_new), view
-        )
-        if found is None:
-            return None
-        read.append(found)
-    session.timings.append(("stage files", time.monotonic() - start))
-    (new_kept, new_planned), (old_kept, old_planned) = read
-    return (
-        *views,
-        f"read {new_kept} of {new_planned} files new, {old_kept} of {old_planned} old",
-    )
 
 
 def _logged_commits(
