@@ -52,31 +52,16 @@ class Snapshot:
     added_bytes: int = 0
     removed_bytes: int = 0
     total_bytes: int = 0
-    # Delete files the commit added (equality ones and deletion vectors apart) and the
-    # table's data files after it: which data files a capture must read again
-    # (`touched_bytes`), and whether once (`position_deletes.py`) or at both versions.
+    # Delete files the commit added (equality ones apart) and the table's data files after
+    # it: which data files a version diff must read again (`touched_bytes`).
     added_delete_files: int = 0
     added_equality_deletes: int = 0
     data_files: int = 0
-    added_dvs: int = 0
-
-    @property
-    def diffed(self) -> bool:
-        """Are the data files its delete files point at read at both versions (the version
-        diff of `merge_on_read.py`: equality deletes, deletion vectors), not once at the
-        positions a Parquet position delete file names (`position_deletes.py`)?
-
-        >>> Snapshot(2, 1, 1, "delete", added_delete_files=1).diffed
-        False
-        >>> Snapshot(2, 1, 1, "delete", added_delete_files=1, added_dvs=1).diffed
-        True
-        """
-        return bool(self.added_equality_deletes or self.added_dvs)
 
     @property
     def touched_bytes(self) -> int:
-        """Bytes of the data files the commit's delete files point at, which the capture of
-        a merge-on-read table reads again (`touched_files.py`): one data
+        """Bytes of the data files the commit's delete files point at, which the version
+        diff of a merge-on-read table reads at both versions (`touched_files.py`): one data
         file a delete file (Iceberg's file-scoped position deletes and deletion vectors),
         every data file for an equality delete, each of the average data file's size.
 

@@ -128,7 +128,6 @@ def parse_metadata(location: str, lines: Iterable[Sequence]) -> TableMetadata:
             added_delete_files=_size(summary, "added-delete-files"),
             added_equality_deletes=_size(summary, "added-equality-delete-files"),
             data_files=_size(summary, "total-data-files"),
-            added_dvs=_size(summary, "added-dvs"),
         )
     uuid = str(doc.get("table-uuid", ""))
     return TableMetadata(location, uuid, schema_id, columns, snapshots, schemas, snapshot_schemas)

@@ -7,9 +7,8 @@ each state estimates both from its own history, which its metadata row keeps (th
 state rows each wrote and the snapshots it reflects), and from the change's
 size, which the inputs' snapshot summaries give (bytes of the files the commits since the
 watermark added and removed: a copy-on-write update of one row counts its whole file twice,
-as the capture reads it twice; a merge-on-read one its delete file and the data file that
-delete file points at, read once at the positions it names, or twice where deletion vectors
-or equality deletes have the version diff read it at both versions):
+as the capture reads it twice; a merge-on-read one its delete file and, twice, the data file
+that delete file points at, which the version diff reads at both versions):
 
     rebuild(now)   = seconds of the last rebuild in place (else of the build)
                      * inputs(now) / inputs(then)
@@ -268,27 +267,22 @@ class Change:
     @classmethod
     def of(cls, relation: str, commits: Sequence[Snapshot], head: int | None) -> Change:
         """From the commits since the watermark (`capture.lineage`), newest first: the
-        files they added and removed, and the data files their delete files point at: once
-        where position delete files name the rows (`position_deletes.py`), twice where the
-        version diff reads them at both versions (deletion vectors, equality deletes).
+        files they added and removed, and twice the data files their delete files point at
+        (the version diff reads those at both versions).
 
         >>> commits = [Snapshot(3, 2, 0, "overwrite", 40, 40, 100)]
         >>> Change.of("db.t", commits, 3)
         Change(relation='db.t', bytes=80, total=100)
         >>> deletes = Snapshot(4, 3, 1, "overwrite", 1, 0, 100, added_delete_files=1, data_files=2)
-        >>> Change.of("db.t", [deletes, *commits], 4)  # one of two 50-byte files read once
-        Change(relation='db.t', bytes=131, total=100)
-        >>> Change.of("db.t", [deletes] * 5, 4).bytes  # at most every file
-        105
-        >>> vector = replace(deletes, added_dvs=1)
-        >>> Change.of("db.t", [vector, *commits], 4).bytes  # read at both versions
-        181
+        >>> Change.of("db.t", [deletes, *commits], 4)  # one of two 50-byte files read twice
+        Change(relation='db.t', bytes=181, total=100)
+        >>> Change.of("db.t", [deletes] * 5, 4).bytes  # at most every file, twice
+        205
         """
         total = next((s.total_bytes for s in commits if s.snapshot_id == head), 0)
         # several commits' deletes may point at one file, read once a side all the same
         touched = min(sum(s.touched_bytes for s in commits), total)
-        sides = 2 if any(s.diffed for s in commits) else 1
-        size = sum(s.added_bytes + s.removed_bytes for s in commits) + sides * touched
+        size = sum(s.added_bytes + s.removed_bytes for s in commits) + 2 * touched
         return cls(relation, size, total)
 
 
