@@ -14,7 +14,7 @@ from support.adversarial import assert_equal_to_sql, run_messages
 from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata, staged_reads
-from dbt.adapters.spark_ivm.compiler.capture import touched_files
+from dbt.adapters.spark_ivm.compiler.capture import position_deletes, touched_files
 from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
@@ -61,6 +61,13 @@ def test_the_side_predicates_name_the_files_and_ranges() -> None:
 def test_whole_versions_where_the_files_are_not_bounded(rows, columns, why) -> None:
     found = touched_files.touched(rows, columns)
     assert isinstance(found, Refusal) and why in str(found)
+
+
+@pytest.fixture(autouse=True)
+def _positions_of_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tables' files are a few KB: read their deletes' positions all the same (by
+    default a version diff reads them, `position_deletes.MIN_TOUCHED_BYTES`)."""
+    monkeypatch.setattr(position_deletes, "MIN_TOUCHED_BYTES", 0)
 
 
 def _fill_files(p: SmallProject, table: str, *extra: str) -> None:
@@ -121,7 +128,9 @@ def _read_fewer_files(message: str) -> None:
     assert 0 < new_read < new_all and 0 < old_read < old_all, message
 
 
-def test_deletes_updates_and_merges_pair_only_the_touched_files(project: SmallProject) -> None:
+def test_deletes_updates_and_merges_pair_only_the_touched_files(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     p = project
     p.sql(f"DELETE FROM {BASE} WHERE x = 105")
     p.sql(f"UPDATE {BASE} SET x = x + 1000 WHERE x BETWEEN 200 AND 203")
@@ -135,7 +144,11 @@ def test_deletes_updates_and_merges_pair_only_the_touched_files(project: SmallPr
     # a row inserted and deleted in one window, and a NULL key
     p.sql(f"INSERT INTO {BASE} VALUES ('k7', 1), (NULL, 2)")
     p.sql(f"DELETE FROM {BASE} WHERE k = 'k7' OR x = 2")
-    assert "touched files" in _refresh(p)
+    assert "position deletes of" in _refresh(p)
+    # by default deletes in a few small files are read by the version diff
+    monkeypatch.setattr(position_deletes, "MIN_TOUCHED_BYTES", 8 << 20)
+    p.sql(f"DELETE FROM {BASE} WHERE x = 6")
+    assert "version diff of" in _refresh(p)
 
 
 def test_a_compaction_and_rewritten_deletes_in_the_window(project: SmallProject) -> None:

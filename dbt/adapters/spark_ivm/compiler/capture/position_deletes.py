@@ -30,7 +30,8 @@ log = - row 4 of d3 at old. A later DELETE of position 7 replaces x1 by x2 = {(d
 - row 7 of d3.
 
 Only Parquet position delete files are read so (a deletion vector is a Puffin blob); a window
-with any other delete file is read by the version diff.
+with any other delete file, or whose deletes point at less than `MIN_TOUCHED_BYTES` of data
+files, is read by the version diff.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.capture import Snapshot
 from dbt.adapters.spark_ivm.compiler.capture.version_diff import weighted_rows
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
@@ -48,6 +50,26 @@ POSITION = "_pos"  # Iceberg's metadata column: a row's position in its data fil
 FILE = "_file"  # and the data file it was read from
 #: A position delete file's columns: the data file's path and the row's position in it.
 DELETED_FILE, DELETED_POS = "file_path", "pos"
+#: Below this many bytes of data files a window's deletes point at, the version diff reads
+#: the change sooner: reading the positions costs a few more statements (about 0.3 s a
+#: table, measured on the star models' merge-on-read bases, files of 0.3-1.3 MB, 2026-12-06),
+#: while the version diff of a few small files is quick; over TPC-H SF 1's line items (two
+#: 72 MB files) the positions took 2.6 s where the diff took 18 s.
+MIN_TOUCHED_BYTES = 8 << 20
+
+
+def touched_bytes(snapshot: Snapshot | None, files: int) -> int:
+    """The bytes of `files` data files of a table whose files are of its average size at
+    `snapshot` (its summary's total bytes over data files; 0 when not known).
+
+    >>> touched_bytes(Snapshot(2, 1, 1, "delete", total_bytes=100 << 20, data_files=4), 2)
+    52428800
+    >>> touched_bytes(None, 3)
+    0
+    """
+    if snapshot is None or snapshot.data_files <= 0:
+        return 0
+    return snapshot.total_bytes * files // snapshot.data_files
 
 
 @dataclass(frozen=True)

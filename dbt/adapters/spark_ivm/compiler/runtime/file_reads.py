@@ -30,18 +30,22 @@ def position_scans(
     session: Session,
     relation: str,
     index: int,
-    old: int,
-    new: int,
+    window: tuple[int, int],
     touched: touched_files.Touched,
     table_columns: Sequence[str],
+    touched_bytes: int,
 ) -> tuple[list[Side], str] | None:
-    """The sides of `position_deletes.log_select` for the window old -> new, read through
+    """The sides of `position_deletes.log_select` for the window (old, new), read through
     the touched files, and what was read (for the log line); None where the window has no
-    position delete file, one of another format, or the connection cannot read them."""
+    position delete file, one of another format, the connection cannot read them, or the
+    files its deletes point at (`touched_bytes`, estimated) are too small to pay for it
+    (`position_deletes.MIN_TOUCHED_BYTES`)."""
     executor = session.executor
+    old, new = window
     deletes = position_deletes.net(touched.deletes)
     if (
-        not isinstance(executor, FileScanReader)
+        touched_bytes < position_deletes.MIN_TOUCHED_BYTES
+        or not isinstance(executor, FileScanReader)
         or deletes is None
         or not (deletes.added or deletes.removed)
         or any(
@@ -49,9 +53,9 @@ def position_scans(
         )
     ):
         return None
-    start = time.monotonic()
     target = session.target
     added, removed = set(touched.added), set(touched.removed)
+    staging: list[float] = []  # seconds of each read staged (the statements time themselves)
 
     def pointed(path: str, other: set[str]) -> bool:
         return path not in other and any(low <= path <= high for low, high in touched.ranges)
@@ -59,7 +63,9 @@ def position_scans(
     def scan(snapshot: int, keep: Callable[[str], bool], part: str, positions: bool) -> str | None:
         view = target.file_read(index, part)
         session.scratch.append(view)
+        start = time.monotonic()
         found = executor.file_scan_view(relation, snapshot, keep, view, positions)
+        staging.append(time.monotonic() - start)
         if found is None:
             return None
         read.append(f"{part} {found[0]} of {found[1]}")
@@ -68,7 +74,10 @@ def position_scans(
     def positions_of(paths: Sequence[str], part: str) -> str | None:
         view = target.positions(index, part)
         session.scratch.append(view)
-        return view if executor.delete_positions_view(paths, view) else None
+        start = time.monotonic()
+        made = executor.delete_positions_view(paths, view)
+        staging.append(time.monotonic() - start)
+        return view if made else None
 
     sides: list[Side] = []
     read: list[str] = []  # files read of those planned, by part
@@ -99,7 +108,9 @@ def position_scans(
             if view is None:
                 return None
             sides.append(Side(view, 1, back))
-    session.timings.append(("stage files", time.monotonic() - start))
+    session.timings.append(("stage files", sum(staging)))
+    if not sides:
+        return None  # nothing to read here: the version diff says so its own way
     counts = f"{len(deletes.added)} delete files added, {len(deletes.removed)} removed"
     return sides, f"{counts}; read files {', '.join(read)}"
 

@@ -126,7 +126,13 @@ def write_logs(
                 None
                 if touched is None or old is None
                 else file_reads.position_scans(
-                    session, relation, index, old, new, touched, table_columns
+                    session,
+                    relation,
+                    index,
+                    (old, new),
+                    touched,
+                    table_columns,
+                    position_deletes.touched_bytes(snapshots.get(new), len(touched.ranges)),
                 )
             )
             views = (
