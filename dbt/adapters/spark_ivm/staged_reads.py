@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.spark_ivm.compiler.capture.position_deletes import POSITION
+from dbt.adapters.spark_ivm.compiler.capture.touched_files import FILE
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 from dbt.adapters.spark_ivm.java_classes import java_class
 from dbt.adapters.spark_ivm.session_metadata import iceberg_table
@@ -29,8 +31,6 @@ from dbt.adapters.spark_ivm.session_metadata import iceberg_table
 TASK_SET_OPTION = "scan-task-set-id"
 #: Iceberg's registry of staged task sets, which a read with that option takes its tasks from.
 TASK_SET_MANAGER = "org.apache.iceberg.spark.ScanTaskSetManager"
-#: Iceberg's metadata columns naming a row's data file and its position in it.
-POSITION_COLUMNS = ("_file", "_pos")
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,7 @@ def stage(
         if tasks.isEmpty():
             # Iceberg stages no empty set: no file kept reads no row (the current schema,
             # as a staged read's)
-            read = spark.read.table(sql(table(relation))).limit(0)
-            if positions:
-                read = read.select("*", POSITION_COLUMNS[0], POSITION_COLUMNS[1])
-            read.createOrReplaceTempView(view_name)
+            _name(spark.read.table(sql(table(relation))).limit(0), positions, view_name)
             return StagedRead(iceberg, "", 0, planned)
         set_id = f"ivm-{uuid.uuid4()}"
         java_class(spark, TASK_SET_MANAGER).get().stageTasks(iceberg, set_id, tasks)
@@ -84,15 +81,20 @@ def stage(
             # the table `iceberg_table` resolved, by the same name: its catalog's scan builder
             # takes the option (`format("iceberg").load(name)` wants a catalog of Iceberg's)
             read = spark.read.option(TASK_SET_OPTION, set_id).table(sql(table(relation)))
-            if positions:
-                read = read.select("*", POSITION_COLUMNS[0], POSITION_COLUMNS[1])
-            read.createOrReplaceTempView(view_name)
+            _name(read, positions, view_name)
         except Exception:
             release(spark, staged)
             raise
     except Exception:  # noqa: BLE001 - e.g. not an Iceberg table: SQL reads both versions
         return None
     return staged
+
+
+def _name(read: Any, positions: bool, view_name: str) -> None:
+    """Name a table read `view_name`, with Iceberg's `_file` and `_pos` where `positions`."""
+    if positions:
+        read = read.select("*", FILE, POSITION)
+    read.createOrReplaceTempView(view_name)
 
 
 def release(spark: Any, staged: StagedRead) -> None:

@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot
+from dbt.adapters.spark_ivm.compiler.capture.touched_files import FILE
 from dbt.adapters.spark_ivm.compiler.capture.version_diff import weighted_rows
 from dbt.adapters.spark_ivm.compiler.capture.weights import weighted_log
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, sql, table
 
 POSITION = "_pos"  # Iceberg's metadata column: a row's position in its data file
-FILE = "_file"  # and the data file it was read from
 #: A position delete file's columns: the data file's path and the row's position in it.
 DELETED_FILE, DELETED_POS = "file_path", "pos"
 #: Below this many bytes of data files a window's deletes point at, the version diff reads

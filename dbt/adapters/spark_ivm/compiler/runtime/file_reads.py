@@ -48,9 +48,7 @@ def position_scans(
         or not isinstance(executor, FileScanReader)
         or deletes is None
         or not (deletes.added or deletes.removed)
-        or any(
-            c.lower() in (position_deletes.FILE, position_deletes.POSITION) for c in table_columns
-        )
+        or any(c.lower() in (touched_files.FILE, position_deletes.POSITION) for c in table_columns)
     ):
         return None
     target = session.target
@@ -87,8 +85,9 @@ def position_scans(
             if view is None:
                 return None
             sides.append(Side(view, weight))
-    gone = positions_of(deletes.added, "added") if deletes.added else None
+    gone = None
     if deletes.added:
+        gone = positions_of(deletes.added, "added")
         view = scan(old, partial(pointed, other=removed), "old", True)
         if gone is None or view is None:
             return None
