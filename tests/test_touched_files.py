@@ -14,8 +14,9 @@ from support.adversarial import assert_equal_to_sql, run_messages
 from support.small_project import SmallProject
 
 from dbt.adapters.spark_ivm import session_metadata, staged_reads
-from dbt.adapters.spark_ivm.compiler.capture import position_deletes, touched_files
+from dbt.adapters.spark_ivm.compiler.capture import touched_files
 from dbt.adapters.spark_ivm.compiler.errors import Refusal
+from dbt.adapters.spark_ivm.compiler.runtime import file_reads
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql
 
 SCHEMA = "ivm_touched"
@@ -66,8 +67,8 @@ def test_whole_versions_where_the_files_are_not_bounded(rows, columns, why) -> N
 @pytest.fixture(autouse=True)
 def _positions_of_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tables' files are a few KB: read their deletes' positions all the same (by
-    default a version diff reads them, `position_deletes.MIN_TOUCHED_BYTES`)."""
-    monkeypatch.setattr(position_deletes, "MIN_TOUCHED_BYTES", 0)
+    default a version diff reads them, `file_reads.min_touched_bytes`)."""
+    monkeypatch.setenv(file_reads.MIN_TOUCHED_BYTES_ENV, "0")
 
 
 def _fill_files(p: SmallProject, table: str, *extra: str) -> None:
@@ -146,7 +147,7 @@ def test_deletes_updates_and_merges_pair_only_the_touched_files(
     p.sql(f"DELETE FROM {BASE} WHERE k = 'k7' OR x = 2")
     assert "position deletes of" in _refresh(p)
     # by default deletes in a few small files are read by the version diff
-    monkeypatch.setattr(position_deletes, "MIN_TOUCHED_BYTES", 8 << 20)
+    monkeypatch.delenv(file_reads.MIN_TOUCHED_BYTES_ENV)
     p.sql(f"DELETE FROM {BASE} WHERE x = 6")
     assert "version diff of" in _refresh(p)
 

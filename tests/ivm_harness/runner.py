@@ -33,6 +33,11 @@ MIN_MAX_SAMPLE_ENV = "DBT_SPARK_IVM_MIN_MAX_SAMPLE"
 #: Per round, seeded: rows of the sample a MIN/MAX list's bound is read from where a list
 #: is computed from the base tables; small ones cut the values counted (`first_values`).
 MIN_MAX_SAMPLE = (5, 40, 65536)
+POSITION_READ_ENV = "DBT_SPARK_IVM_POSITION_READ_MIN_BYTES"
+#: Per round, seeded: the bytes of data files a merge-on-read base's deletes must point at
+#: to be read by their positions; the families' files are a few KB, so 0 takes that read and
+#: the plugin's default (8 MiB) the version diff of the touched files.
+POSITION_READ_MIN_BYTES = (0, 8 << 20)
 
 TARGET_SCHEMA = "ivm_harness"
 BASE_SCHEMA = "ivm_harness_base"
@@ -325,11 +330,13 @@ class Harness:
             t1 = time.monotonic()
             # MIN/MAX states list this many values per group, from a sample of this many
             # rows where a list is computed from the base tables; small, changing numbers
-            # drive lists past their end (cut, bound, recompute) in every round kind.
+            # drive lists past their end (cut, bound, recompute) in every round kind. And
+            # merge-on-read deletes are read by their positions or by the version diff.
             pick = random.Random(f"{self.config.seed}/{number}/keep")
             with pytest.MonkeyPatch.context() as settings:
                 settings.setenv(MIN_MAX_KEEP_ENV, str(pick.choice(MIN_MAX_KEEP)))
                 settings.setenv(MIN_MAX_SAMPLE_ENV, str(pick.choice(MIN_MAX_SAMPLE)))
+                settings.setenv(POSITION_READ_ENV, str(pick.choice(POSITION_READ_MIN_BYTES)))
                 invocation = (
                     self.project.run(names, log.rebuilt)
                     if names

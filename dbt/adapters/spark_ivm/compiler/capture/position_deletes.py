@@ -31,7 +31,7 @@ log = - row 4 of d3 at old. A later DELETE of position 7 replaces x1 by x2 = {(d
 
 Only Parquet position delete files are read so (a deletion vector is a Puffin blob); a window
 with any other delete file, or whose deletes point at less than `MIN_TOUCHED_BYTES` of data
-files, is read by the version diff.
+files (`runtime/file_reads.min_touched_bytes`), is read by the version diff.
 """
 
 from __future__ import annotations

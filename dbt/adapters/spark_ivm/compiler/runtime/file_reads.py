@@ -15,6 +15,7 @@ the change.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -24,6 +25,31 @@ from dbt.adapters.spark_ivm.compiler.capture.position_deletes import Side
 from dbt.adapters.spark_ivm.compiler.runtime.executor import FileScanReader
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
+
+#: Overrides `position_deletes.MIN_TOUCHED_BYTES` (`min_touched_bytes`).
+MIN_TOUCHED_BYTES_ENV = "DBT_SPARK_IVM_POSITION_READ_MIN_BYTES"
+
+
+def min_touched_bytes() -> int:
+    """Bytes of data files a window's deletes must point at to be read by their positions
+    (`DBT_SPARK_IVM_POSITION_READ_MIN_BYTES`, else `position_deletes.MIN_TOUCHED_BYTES`; 0
+    reads every window of Parquet position deletes so). Both reads give the same log: the
+    tests draw the bound per round, so that random data takes both.
+
+    >>> os.environ[MIN_TOUCHED_BYTES_ENV] = "0"; min_touched_bytes()
+    0
+    >>> del os.environ[MIN_TOUCHED_BYTES_ENV]; min_touched_bytes() == (8 << 20)
+    True
+    """
+    raw = os.environ.get(MIN_TOUCHED_BYTES_ENV, "").strip()
+    if not raw:
+        return position_deletes.MIN_TOUCHED_BYTES
+    try:
+        return max(0, int(raw))
+    except ValueError as e:
+        raise ValueError(
+            f"{MIN_TOUCHED_BYTES_ENV} must be a number of bytes (0 or more), not {raw!r}"
+        ) from e
 
 
 def position_scans(
@@ -39,12 +65,12 @@ def position_scans(
     the touched files, and what was read (for the log line); None where the window has no
     position delete file, one of another format, the connection cannot read them, or the
     files its deletes point at (`touched_bytes`, estimated) are too small to pay for it
-    (`position_deletes.MIN_TOUCHED_BYTES`)."""
+    (`min_touched_bytes`)."""
     executor = session.executor
     old, new = window
     deletes = position_deletes.net(touched.deletes)
     if (
-        touched_bytes < position_deletes.MIN_TOUCHED_BYTES
+        touched_bytes < min_touched_bytes()
         or not isinstance(executor, FileScanReader)
         or deletes is None
         or not (deletes.added or deletes.removed)
