@@ -38,13 +38,29 @@ class ConnectionExecutor:
         self._checkpointed: dict[str, Any] = {}  # scratch view -> its rows' JVM RDD
         self._staged: dict[str, staged_reads.StagedRead] = {}  # scratch view -> its task set
         self._current_catalog: str | None = None
+        # Catalog tables refreshed since this executor last ran a statement (`_refresh`).
+        self._fresh: set[str] = set()
 
     def execute(self, statement: str) -> None:
+        self._fresh.clear()  # any statement may write: the next reads refresh
         self.adapter.connections.add_query(statement, auto_begin=False)
 
     def fetch(self, statement: str) -> list[tuple]:
+        """The rows of a statement that reads (a query, DESCRIBE, SHOW): the runtime writes
+        through `execute` only."""
         _, cursor = self.adapter.connections.add_query(statement, auto_begin=False)
         return [tuple(row) for row in cursor.fetchall()]
+
+    def _refresh(self, relation: str) -> bool:
+        """Must a read of `relation`'s catalog table (its properties, columns, snapshot
+        summary, rows) refresh it from the metastore first? Only where this executor has not
+        refreshed it since its last statement, the run's only writes: a commit by another
+        writer in between is one the run could as well have missed a moment before. Its
+        heads, which pin a run's snapshots and check that a base read live did not move,
+        always refresh (`session_metadata.heads`)."""
+        stale = relation not in self._fresh
+        self._fresh.add(relation)
+        return stale
 
     def changelog_view(self, relation: str, options: dict[str, str], view_name: str) -> bool:
         """Session method only: the raw Iceberg changelog scan of `relation` with `options`
@@ -122,11 +138,18 @@ class ConnectionExecutor:
 
     def iceberg_heads(self, relations: Sequence[str]) -> list[tuple[str, int | None, int]] | None:
         spark = self._local_session()
-        return None if spark is None else session_metadata.heads(spark, relations)
+        if spark is None:
+            return None
+        found = session_metadata.heads(spark, relations)
+        if found is not None:
+            self._fresh.update(relations)
+        return found
 
     def iceberg_properties(self, relation: str) -> dict[str, str] | None:
         spark = self._local_session()
-        return None if spark is None else session_metadata.properties(spark, relation)
+        if spark is None:
+            return None
+        return session_metadata.properties(spark, relation, self._refresh(relation))
 
     def view_properties(self, relation: str) -> dict[str, str] | None:
         spark = self._local_session()
@@ -154,11 +177,15 @@ class ConnectionExecutor:
 
     def iceberg_snapshot_totals(self, relation: str) -> tuple[int, dict[str, str]] | None:
         spark = self._local_session()
-        return None if spark is None else session_metadata.snapshot_totals(spark, relation)
+        if spark is None:
+            return None
+        return session_metadata.snapshot_totals(spark, relation, self._refresh(relation))
 
     def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:
         spark = self._local_session()
-        return None if spark is None else session_metadata.columns(spark, relation)
+        if spark is None:
+            return None
+        return session_metadata.columns(spark, relation, self._refresh(relation))
 
     def iceberg_rows_where(
         self, relation: str, column: str, value: int, selected: Sequence[str]
@@ -166,7 +193,9 @@ class ConnectionExecutor:
         spark = self._local_session()
         if spark is None:
             return None
-        return session_metadata.rows_where(spark, relation, column, value, selected)
+        return session_metadata.rows_where(
+            spark, relation, column, value, selected, self._refresh(relation)
+        )
 
     def iceberg_window_files(
         self, relation: str, snapshot_ids: Sequence[int], path_field: int
