@@ -84,7 +84,7 @@ def _as_dict(spark: Any, found: Any) -> dict[str, str]:
 
 def properties(spark: Any, relation: str, refresh: bool = True) -> dict[str, str] | None:
     """The table's properties as `SHOW TBLPROPERTIES` lists them, read from the catalog's
-    table (refreshed first) without running a statement; None for anything but an Iceberg
+    table (refreshed first, unless `refresh` is False) without running a statement; None for anything but an Iceberg
     catalog table (a view, a parquet or hive table, no such relation), which the SQL path
     answers or reports."""
     try:
@@ -202,8 +202,8 @@ def metadata_json(spark: Any, location: str) -> str | None:
 
 def columns(spark: Any, relation: str, refresh: bool = True) -> list[tuple[str, str]] | None:
     """The Iceberg table's (column, type) pairs as `DESCRIBE TABLE` lists them (each type's
-    `simpleString`, as Spark's DESCRIBE of a catalog table writes it), from the refreshed
-    catalog table; None for anything else."""
+    `simpleString`, as Spark's DESCRIBE of a catalog table writes it), from the catalog
+    table (refreshed first, unless `refresh` is False); None for anything else."""
     try:
         schema = _catalog_table(spark, relation, refresh).schema()
         return [(str(f.name()), str(f.dataType().simpleString())) for f in schema.fields()]
