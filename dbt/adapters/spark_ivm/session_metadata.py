@@ -84,9 +84,9 @@ def _as_dict(spark: Any, found: Any) -> dict[str, str]:
 
 def properties(spark: Any, relation: str, refresh: bool = True) -> dict[str, str] | None:
     """The table's properties as `SHOW TBLPROPERTIES` lists them, read from the catalog's
-    table (refreshed first, unless `refresh` is False) without running a statement; None for anything but an Iceberg
-    catalog table (a view, a parquet or hive table, no such relation), which the SQL path
-    answers or reports."""
+    table (refreshed first, unless `refresh` is False) without running a statement; None for
+    anything but an Iceberg catalog table (a view, a parquet or hive table, no such
+    relation), which the SQL path answers or reports."""
     try:
         listed = _as_dict(spark, _catalog_table(spark, relation, refresh).properties())
     except Exception:  # noqa: BLE001 - the SQL path answers, or names the problem
