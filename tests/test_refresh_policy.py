@@ -37,6 +37,9 @@ STAGED_SQL = (
     f"(select k from {SCHEMA}.base group by k having count(*) > 3)"
 )
 
+# A sub-query state (the distinct keys of `side`) over a table the model's own state does
+# not read.
+NESTED_SQL = f"select k, x from {SCHEMA}.base where k in (select k from {SCHEMA}.side)"
 
 EVENTS_SQL = f"select k, count(*) as n, sum(x) as s from {SCHEMA}.events group by k"
 
@@ -194,6 +197,53 @@ def test_full_rebuilds_each_changed_run_in_place_sub_query_states_too(project: S
     message = _message(p, "staged")["staged"]
     assert message.startswith("refreshed"), message
     _equal(p, "staged", STAGED_SQL)
+
+
+def test_a_model_with_sub_query_states_sees_no_change_only_where_none_has_one(
+    project: SmallProject,
+):
+    p = project
+    p.base_table("side", "k string", "('a')", "('b')")
+    _write(p, "nested", "incremental", NESTED_SQL)
+    assert _message(p, "nested")["nested"].startswith("built")
+    states = ("nested__ivm_s0__ivm_state", "nested__ivm_state")
+    written = [_snapshots(p, state) for state in states]
+    # Nothing changed: said from the states' metadata rows (`unchanged.py`), no commit.
+    message = _message(p, "nested")["nested"]
+    assert message == (
+        f"no MERGE: no base table changed ({SCHEMA}.base: 0 delta rows, "
+        f"{SCHEMA}.side: 0 delta rows)"
+    ), message
+    assert [_snapshots(p, state) for state in states] == written
+    # A change of a table only the sub-query state reads reaches the model.
+    p.sql(f"INSERT INTO {SCHEMA}.side VALUES ('c')")
+    message = _message(p, "nested")["nested"]
+    assert message.startswith("refreshed"), message
+    _equal(p, "nested", NESTED_SQL)
+    # A failure after the sub-query state's commit, before the model's: the model's state
+    # is behind its input, though no base table moved since: the next run applies it.
+    p.sql(f"INSERT INTO {SCHEMA}.side VALUES ('d')")
+    os.environ[FAIL_ENV] = "commit"
+    try:
+        assert not p.dbt("run", "--select", "nested").success
+    finally:
+        del os.environ[FAIL_ENV]
+    message = _message(p, "nested")["nested"]
+    assert message.startswith("refreshed"), message
+    _equal(p, "nested", NESTED_SQL)
+    assert _message(p, "nested")["nested"].startswith("no MERGE: no base table changed")
+    # Rebuilt past its sub-query state (`full`), the model's state reflects `side` at the
+    # snapshot it pinned, its sub-query state left behind: unchanged until `side` moves.
+    _write(p, "nested", "full", NESTED_SQL)
+    for change in (
+        f"DELETE FROM {SCHEMA}.side WHERE k = 'a'",
+        f"INSERT INTO {SCHEMA}.side VALUES ('a')",
+    ):
+        p.sql(change)
+        message = _message(p, "nested")["nested"]
+        assert "rebuilt from the base tables past it" in message, message
+        _equal(p, "nested", NESTED_SQL)
+        assert _message(p, "nested")["nested"].startswith("no MERGE: no base table changed")
 
 
 def test_a_failure_before_the_rebuilds_commit_keeps_the_relation(project: SmallProject):

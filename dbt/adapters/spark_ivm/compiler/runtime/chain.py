@@ -35,7 +35,7 @@ from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.relations import Target, auxiliary_name
-from dbt.adapters.spark_ivm.compiler.runtime import cost, inputs, upstream, walk
+from dbt.adapters.spark_ivm.compiler.runtime import cost, inputs, unchanged, upstream, walk
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
     CHOICE,
@@ -378,6 +378,22 @@ class ChainMaintainer:
             r: (None if found.get(i) is None else int(found[i])) for i, r in enumerate(relations)
         }
 
+    def _unchanged_stages(self, props: dict[str, str], digest: str) -> Outcome | None:
+        """The run's outcome where the model's view records its states cut from this SQL
+        (`digest`) and none of them can have changed (`unchanged.unchanged`); None: walk."""
+        if (
+            self.existing != "view"
+            or self.full_refresh
+            or self.views_changed is not None
+            or props.get(unchanged.STAGED_SQL) != digest
+        ):
+            return None
+        count = int(props.get(STAGES, "0") or 0)
+        targets = [*(self.target.sub_query(i) for i in range(count)), self.target]
+        if not count or any(self.properties_of(t.view) is None for t in targets[:-1]):
+            return None
+        return unchanged.unchanged(targets, self.session)
+
     def _drop_aux(self) -> None:
         """Remove the auxiliary state's view and state table (the model no longer uses them)."""
         drop_state(self.executor, self.target.auxiliary)
@@ -393,9 +409,14 @@ class ChainMaintainer:
         return dataflow.cut(tree, self.target, self.model)
 
     def _staged(self, props: dict[str, str]) -> Outcome:
-        """A model with sub-query states, innermost first (`walk.walk`)."""
+        """A model with sub-query states, innermost first (`walk.walk`); where none of
+        them can have changed, said so from their metadata rows (`unchanged.py`)."""
         if AUX_SQL in props:
             self._drop_aux()
+        digest = unchanged.staged_digest(self.compiled_sql + (self.top.suffix if self.top else ""))
+        quiet = self._unchanged_stages(props, digest)
+        if quiet is not None:
+            return replace(quiet, timings=self.timings + quiet.timings)
         flow = self.staged_dataflow()
         outcome = walk.walk(
             flow,
@@ -404,7 +425,7 @@ class ChainMaintainer:
             exists=lambda view: self.properties_of(view) is not None,
             user_sql=self.user_sql,
             timings=self.timings,
-            view_properties={STAGES: str(len(flow.sub_queries))},
+            view_properties={STAGES: str(len(flow.sub_queries)), unchanged.STAGED_SQL: digest},
         )
         self._drop_stages(props, keep=len(flow.sub_queries))
         return outcome
