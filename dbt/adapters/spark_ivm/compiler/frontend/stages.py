@@ -219,6 +219,20 @@ def annotate(tree: exp.Select, schemas: Mapping) -> None:
             node.type = None
 
 
+def named_by_text(compiled_sql: str) -> bool:
+    """Does the model's text alone name its result columns: no `*` or `t.*` among the
+    outer SELECT's columns (of every branch of a set operation), whose expansion depends on
+    the base tables' schemas?
+
+    >>> named_by_text("select a, b + 1 from t"), named_by_text("select t.* from t")
+    (True, False)
+    >>> named_by_text("select a from t union all select * from u")
+    False
+    """
+    leaves = set_leaves(sqlglot.parse_one(compiled_sql, dialect=DIALECT))
+    return bool(leaves) and not any(e.is_star for leaf in leaves for e in leaf.expressions)
+
+
 def name_outputs(tree: exp.Query, names: list[str]) -> None:
     """Alias the model's result columns with `names` (Spark's names for its own SELECT; of
     a set operation: its first branch's)."""

@@ -35,7 +35,7 @@ from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.relations import Target, auxiliary_name
-from dbt.adapters.spark_ivm.compiler.runtime import cost, inputs, unchanged, upstream, walk
+from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, inputs, unchanged, upstream, walk
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
     CHOICE,
@@ -95,6 +95,9 @@ class ChainMaintainer:
     on_change: OnChange = OnChange.APPLY
     # dbt-spark's `tblproperties`, `partition_by`, `location_root` (`sql/layout.py`).
     layout: Layout = NO_LAYOUT
+    # The states' metadata rows read before the walk (`unchanged.py`), by state table: the
+    # walk's maintainers take them rather than read them again (no commit in between).
+    rows_read: dict[str, facts.Found] = field(default_factory=dict)
 
     def session(self, target: Target | None = None, model: str | None = None) -> Session:
         """A session for one of the model's states (its own timings and scratch relations;
@@ -133,6 +136,7 @@ class ChainMaintainer:
         own = target == self.target
         base["publish"] = self.publish and own
         base["top"] = self.top if own else None
+        base["found"] = self.rows_read.get(target.state)
         base["docs"] = self.docs if own else None
         return Maintainer(**{**base, **kwargs})
 
@@ -392,7 +396,7 @@ class ChainMaintainer:
         targets = [*(self.target.sub_query(i) for i in range(count)), self.target]
         if not count or any(self.properties_of(t.view) is None for t in targets[:-1]):
             return None
-        return unchanged.unchanged(targets, self.session)
+        return unchanged.unchanged(targets, self.session, self.rows_read)
 
     def _drop_aux(self) -> None:
         """Remove the auxiliary state's view and state table (the model no longer uses them)."""
@@ -401,12 +405,15 @@ class ChainMaintainer:
     def _drop_stages(self, props: dict[str, str], keep: int) -> None:
         drop_stages(self.executor, self.target, props, keep)
 
-    def staged_dataflow(self) -> dataflow.Dataflow:
-        """The model cut into its sub-query states, then itself (`dataflow.cut`)."""
+    def staged_dataflow(
+        self, recorded: list[str] | None = None
+    ) -> tuple[dataflow.Dataflow, list[str]]:
+        """The model cut into its sub-query states, then itself (`dataflow.cut`), and its
+        result columns' names (`recorded`: as a run with this SQL found them)."""
         probe = self.session()
-        tree = walk.stage_tree(probe, self.compiled_sql)
+        tree, names = walk.stage_tree(probe, self.compiled_sql, recorded)
         self.timings += probe.timings
-        return dataflow.cut(tree, self.target, self.model)
+        return dataflow.cut(tree, self.target, self.model), names
 
     def _staged(self, props: dict[str, str]) -> Outcome:
         """A model with sub-query states, innermost first (`walk.walk`); where none of
@@ -417,7 +424,7 @@ class ChainMaintainer:
         quiet = self._unchanged_stages(props, digest)
         if quiet is not None:
             return replace(quiet, timings=self.timings + quiet.timings)
-        flow = self.staged_dataflow()
+        flow, names = self.staged_dataflow(unchanged.recorded_outputs(props, digest))
         outcome = walk.walk(
             flow,
             executor=self.executor,
@@ -425,7 +432,11 @@ class ChainMaintainer:
             exists=lambda view: self.properties_of(view) is not None,
             user_sql=self.user_sql,
             timings=self.timings,
-            view_properties={STAGES: str(len(flow.sub_queries)), unchanged.STAGED_SQL: digest},
+            view_properties={
+                STAGES: str(len(flow.sub_queries)),
+                unchanged.STAGED_SQL: digest,
+                unchanged.STAGED_OUTPUTS: json.dumps(names),
+            },
         )
         self._drop_stages(props, keep=len(flow.sub_queries))
         return outcome

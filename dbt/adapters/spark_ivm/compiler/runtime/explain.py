@@ -374,7 +374,7 @@ class Explainer:
             if chain.top is not None and chain.top.suffix:
                 self._say(f"keeps the unlimited result; its view applies{chain.top.suffix}")
             if stages.needed(chain.compiled_sql):
-                self._walk(chain.staged_dataflow())
+                self._walk(chain.staged_dataflow()[0])
             elif AUX_SQL in props and TOP_SQL in props and not given_sql:
                 flow = dataflow.with_auxiliary(
                     props[AUX_SQL], props[TOP_SQL], chain.target, chain.model

@@ -136,6 +136,8 @@ class Maintainer:
     # into later (`Session.may_recompute`) is timed from here (`build.build`).
     chose_ms: int | None = None
     attempt: cost.Run | None = None  # the record of the refresh this run chose
+    # The state's row as read earlier in this run, before any commit (`unchanged.py`).
+    found: facts.Found | None = None
 
     @property
     def target(self) -> Target:
@@ -147,7 +149,7 @@ class Maintainer:
 
     def read_meta(self) -> StateMeta | None:
         """The state's committed metadata row (None: no readable ivm state)."""
-        found = facts.read_meta(self.session)
+        found = self.found if self.found is not None else facts.read_meta(self.session)
         self.found_format = found.format
         return found.meta
 

@@ -28,7 +28,8 @@ reads four metadata rows and the heads of its seven relations, and says
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 
 from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import facts
@@ -36,8 +37,11 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, State
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
 
-#: Model view property: a digest of the model SQL its sub-query states were cut from.
+#: Model view properties: a digest of the model SQL its sub-query states were cut from, and
+#: the names Spark gave that SQL's result columns (JSON), which the next cut of the same SQL
+#: takes instead of a DESCRIBE QUERY (`walk.stage_tree`).
 STAGED_SQL = "ivm.staged_sql"
+STAGED_OUTPUTS = "ivm.staged_outputs"
 
 
 def staged_digest(compiled_sql: str) -> str:
@@ -47,6 +51,25 @@ def staged_digest(compiled_sql: str) -> str:
     (True, 32)
     """
     return hashlib.sha256(compiled_sql.encode()).hexdigest()[:32]
+
+
+def recorded_outputs(props: Mapping[str, str], digest: str) -> list[str] | None:
+    """The result column names the model's view records for the SQL of `digest` (None:
+    none recorded, or for other SQL).
+
+    >>> props = {STAGED_SQL: "ab", STAGED_OUTPUTS: '["k", "n"]'}
+    >>> recorded_outputs(props, "ab"), recorded_outputs(props, "cd")
+    (['k', 'n'], None)
+    """
+    if props.get(STAGED_SQL) != digest:
+        return None
+    try:
+        names = json.loads(props.get(STAGED_OUTPUTS) or "null")
+    except ValueError:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return None
+    return names
 
 
 def unmoved(meta: StateMeta, heads: dict[str, Head]) -> bool:
@@ -91,36 +114,50 @@ def all_unchanged(metas: Sequence[StateMeta], heads: dict[str, Head]) -> bool:
     return all(not s.detached and unmoved(s, heads) for s in states)
 
 
-def unchanged(targets: Sequence[Target], session_of: Callable[[Target], Session]) -> Outcome | None:
+def unchanged(
+    targets: Sequence[Target],
+    session_of: Callable[[Target], Session],
+    rows_read: dict[str, facts.Found],
+) -> Outcome | None:
     """The outcome of a run that finds nothing changed in any state of `targets` (the
     model's sub-query states innermost first, then the model's own), read through
-    `session_of(target)`; None where a state may have changed, or its row cannot say."""
-    sessions = [session_of(target) for target in targets]
-    metas: list[StateMeta] = []
-    for session in sessions:
-        found = facts.read_meta(session)
+    `session_of(target)`; None where a state may have changed, or its row cannot say. The
+    model's row is read first and, where its own inputs moved (a run with a change mostly
+    finds that), nothing more; every row read goes into `rows_read` by state table, for the
+    walk that follows to use rather than read again."""
+    sessions = {target.state: session_of(target) for target in targets}
+    metas: dict[str, StateMeta] = {}
+    heads: dict[str, Head] = {}
+
+    def read(target: Target) -> StateMeta | None:
+        session = sessions[target.state]
+        found = rows_read[target.state] = facts.read_meta(session)
         meta = found.meta
         # A row and view that record different digests of the state's SQL: the walk decides.
         if meta is None or meta.sql_hash is None or meta.sql_hash != meta.view_sql_hash:
             return None
-        metas.append(meta)
-    relations = sorted(
-        {r for meta in metas for r in meta.watermarks} | set(metas[-1].detached_at or {})
-    )
-    model = sessions[-1]
+        metas[target.state] = meta
+        wanted = sorted(({*meta.watermarks, *(meta.detached_at or {})}) - set(heads))
+        heads.update(sessions[targets[-1].state].current_heads(wanted))
+        return meta
+
     try:
-        heads = model.current_heads(relations)
+        model = read(targets[-1])
+        if model is None or not unmoved(model, heads):
+            return None
+        if not model.detached and any(read(t) is None for t in targets[:-1]):
+            return None
     except Exception:  # noqa: BLE001 - a base gone or replaced: the walk names it
         return None
-    if not all_unchanged(metas, heads):
+    states = [metas[t.state] for t in targets[:-1] if t.state in metas]  # (none: detached)
+    if not all_unchanged([*states, model], heads):
         return None
-    states = {target.state for target in targets}
-    changes = ", ".join(f"{r}: 0 delta rows" for r in relations if r not in states)
+    changes = ", ".join(f"{r}: 0 delta rows" for r in sorted(heads) if r not in sessions)
     return Outcome(
         mode=Mode.REFRESH,
         reason="incremental",
         main_sql=None,
         summary=f"no MERGE: no base table changed ({changes})",
-        timings=[t for session in sessions for t in session.timings],
+        timings=[t for session in sessions.values() for t in session.timings],
         rows=StateRows(),
     )

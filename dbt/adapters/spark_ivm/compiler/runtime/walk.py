@@ -32,16 +32,23 @@ from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 
 
-def stage_tree(probe: Session, compiled_sql: str) -> exp.Query:
+def stage_tree(
+    probe: Session, compiled_sql: str, recorded: list[str] | None = None
+) -> tuple[exp.Query, list[str]]:
     """The model's SELECT ready to be cut into sub-query states (`stages.prepare`,
     `dataflow.cut`), its result columns named as Spark names the model's own SELECT's (an
-    unaliased `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's."""
+    unaliased `(select count(*) ..)` is `scalarsubquery()`), not as the rewrite's; and those
+    names. `recorded`: the names a DESCRIBE QUERY of this SQL gave before (the model's view
+    keeps them, `unchanged.STAGED_OUTPUTS`), taken where the text alone names the columns."""
     default_db = probe.target.schema.lower()
     relations = base_relations(compiled_sql, default_db, probe.model)
     tree = stages.prepare(compiled_sql, probe.model, facts.base_facts(probe, relations), default_db)
-    names = describe_columns(probe.fetch("describe query", f"DESCRIBE QUERY {compiled_sql}"))
-    stages.name_outputs(tree, [name for name, _ in names])
-    return tree
+    names = recorded if recorded is not None and stages.named_by_text(compiled_sql) else None
+    if names is None:
+        described = probe.fetch("describe query", f"DESCRIBE QUERY {compiled_sql}")
+        names = [name for name, _ in describe_columns(described)]
+    stages.name_outputs(tree, names)
+    return tree, names
 
 
 @dataclass(frozen=True)
