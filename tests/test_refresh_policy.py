@@ -215,6 +215,11 @@ def test_a_model_with_sub_query_states_sees_no_change_only_where_none_has_one(
         f"{SCHEMA}.side: 0 delta rows)"
     ), message
     assert [_snapshots(p, state) for state in states] == written
+    # The same SQL reformatted (the states' digests are of its canonical form) is the same.
+    reformatted = NESTED_SQL.replace("select", "SELECT").replace(" from ", "\n  FROM ")
+    _write(p, "nested", "incremental", reformatted.replace("where", "-- note\nWHERE"))
+    assert _message(p, "nested")["nested"] == message
+    _write(p, "nested", "incremental", NESTED_SQL)
     # A change of a table only the sub-query state reads reaches the model.
     p.sql(f"INSERT INTO {SCHEMA}.side VALUES ('c')")
     message = _message(p, "nested")["nested"]

@@ -56,6 +56,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -382,14 +383,14 @@ class ChainMaintainer:
             r: (None if found.get(i) is None else int(found[i])) for i, r in enumerate(relations)
         }
 
-    def _unchanged_stages(self, props: dict[str, str], digest: str) -> Outcome | None:
+    def _unchanged_stages(self, props: dict[str, str], digest: SqlDigest) -> Outcome | None:
         """The run's outcome where the model's view records its states cut from this SQL
         (`digest`) and none of them can have changed (`unchanged.unchanged`); None: walk."""
         if (
             self.existing != "view"
             or self.full_refresh
             or self.views_changed is not None
-            or props.get(unchanged.STAGED_SQL) != digest
+            or not digest.accepts(props.get(unchanged.STAGED_SQL))
         ):
             return None
         count = int(props.get(STAGES, "0") or 0)
@@ -420,7 +421,7 @@ class ChainMaintainer:
         them can have changed, said so from their metadata rows (`unchanged.py`)."""
         if AUX_SQL in props:
             self._drop_aux()
-        digest = unchanged.staged_digest(self.compiled_sql + (self.top.suffix if self.top else ""))
+        digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
         quiet = self._unchanged_stages(props, digest)
         if quiet is not None:
             return replace(quiet, timings=self.timings + quiet.timings)
@@ -434,7 +435,7 @@ class ChainMaintainer:
             timings=self.timings,
             view_properties={
                 STAGES: str(len(flow.sub_queries)),
-                unchanged.STAGED_SQL: digest,
+                unchanged.STAGED_SQL: str(digest),
                 unchanged.STAGED_OUTPUTS: json.dumps(names),
             },
         )

@@ -27,7 +27,6 @@ reads four metadata rows and the heads of its seven relations, and says
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 
@@ -35,33 +34,27 @@ from dbt.adapters.spark_ivm.compiler.relations import Target
 from dbt.adapters.spark_ivm.compiler.runtime import facts
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Mode, Outcome, StateRows
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
-from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
 
-#: Model view properties: a digest of the model SQL its sub-query states were cut from, and
+#: Model view properties: the digest of the model SQL its sub-query states were cut from (of
+#: its canonical form, as a state's `refresh.sql_hash`: a reformatted SQL is the same), and
 #: the names Spark gave that SQL's result columns (JSON), which the next cut of the same SQL
 #: takes instead of a DESCRIBE QUERY (`walk.stage_tree`).
 STAGED_SQL = "ivm.staged_sql"
 STAGED_OUTPUTS = "ivm.staged_outputs"
 
 
-def staged_digest(compiled_sql: str) -> str:
-    """What `STAGED_SQL` records of the SQL a model's states are cut from.
-
-    >>> staged_digest("select 1") == staged_digest("select 1"), len(staged_digest("x"))
-    (True, 32)
-    """
-    return hashlib.sha256(compiled_sql.encode()).hexdigest()[:32]
-
-
-def recorded_outputs(props: Mapping[str, str], digest: str) -> list[str] | None:
+def recorded_outputs(props: Mapping[str, str], digest: SqlDigest) -> list[str] | None:
     """The result column names the model's view records for the SQL of `digest` (None:
     none recorded, or for other SQL).
 
     >>> props = {STAGED_SQL: "ab", STAGED_OUTPUTS: '["k", "n"]'}
-    >>> recorded_outputs(props, "ab"), recorded_outputs(props, "cd")
-    (['k', 'n'], None)
+    >>> recorded_outputs(props, SqlDigest("ab", "x"))
+    ['k', 'n']
+    >>> recorded_outputs(props, SqlDigest("cd", "x")) is None
+    True
     """
-    if props.get(STAGED_SQL) != digest:
+    if not digest.accepts(props.get(STAGED_SQL)):
         return None
     try:
         names = json.loads(props.get(STAGED_OUTPUTS) or "null")
@@ -75,7 +68,7 @@ def recorded_outputs(props: Mapping[str, str], digest: str) -> list[str] | None:
 def unmoved(meta: StateMeta, heads: dict[str, Head]) -> bool:
     """Is every input of the state at the metadata file its last commit recorded?
 
-    >>> from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+    >>> from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
     >>> meta = StateMeta.parse('{"watermarks": {"db.t": 7}, '
     ...                        '"bases": {"db.t": {"metadata": "v3.json"}}}', None)
     >>> unmoved(meta, {"db.t": Head("v3.json", 7)}), unmoved(meta, {"db.t": Head("v4.json", 8)})
@@ -87,7 +80,7 @@ def unmoved(meta: StateMeta, heads: dict[str, Head]) -> bool:
 def all_unchanged(metas: Sequence[StateMeta], heads: dict[str, Head]) -> bool:
     """The module's equation over the states' rows, the model's own last.
 
-    >>> from dbt.adapters.spark_ivm.compiler.runtime.state_meta import StateMeta
+    >>> from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta
     >>> s0 = StateMeta.parse('{"watermarks": {"db.b": 1}, '
     ...                      '"bases": {"db.b": {"metadata": "b1.json"}}}', None)
     >>> m = StateMeta.parse('{"watermarks": {"db.s0": 5}, '
