@@ -58,6 +58,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
 from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateMeta, written
+from dbt.adapters.spark_ivm.compiler.runtime.unchanged import unmoved
 from dbt.adapters.spark_ivm.compiler.runtime.view import STATE_TABLE, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql import state_table
 
@@ -180,8 +181,7 @@ class Maintainer:
             # Rebuilt past earlier states (`from_bases.py`), a state's inputs may be unchanged
             # where those states' bases changed: it is unchanged only where the bases it read
             # past them did not move either.
-            unmoved = all(meta.base(r).metadata == h.metadata for r, h in heads.items())
-            if unmoved and (self.past is None or self.past.pinned == meta.detached_at):
+            if unmoved(meta, heads) and (self.past is None or self.past.pinned == meta.detached_at):
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 self.unchanged_facts = meta.facts
