@@ -80,10 +80,12 @@ def _plans_past(
     views: dict[int, str],
     maintainer: Callable[..., Maintainer],
     default_db: str,
+    timings: list[tuple[str, float]],
 ) -> list[tuple[str, Plan]]:
     """The plans of the deferred state and of every earlier state after it (not run: each is
-    planned over the tables of the ones before it, as they are), by state table; `views`
-    gets their view SELECTs, which the later states' SQL reads them through."""
+    planned over the tables of the ones before it, as they are, `Maintainer.plan_unrun`), by
+    state table; `views` gets their view SELECTs, which the later states' SQL reads them
+    through, and `timings` the statements planning them took."""
     found: list[tuple[str, Plan]] = []
     for index in range(deferred.index, len(flow.states) - 1):
         node = flow.states[index]
@@ -96,7 +98,9 @@ def _plans_past(
                 target=node.target,
                 existing="view",
             )
-            plan = planner.plan_state(default_db)
+            plan = planner.plan_unrun(default_db)
+            tag = node.role.tag(index)
+            timings += [(f"{tag} {step}", s) for step, s in planner.session.timings]
         views[index] = render.view_select(plan, node.target.state)
         found.append((node.target.state, plan))
     return found
@@ -165,7 +169,7 @@ def walk(
             summaries.append(f"{node.role.in_summary} {node.target.view}: {first.summary}")
         skipped: list[tuple[str, Plan]] = []
         if deferred is not None:
-            skipped = _plans_past(flow, deferred, views, maintainer, default_db)
+            skipped = _plans_past(flow, deferred, views, maintainer, default_db, timings)
             for node in flow.states[deferred.index : -1]:
                 summaries.append(
                     f"{node.role.in_summary} {node.target.view}: left as it was (the model's "
