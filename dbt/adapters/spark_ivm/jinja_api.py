@@ -91,7 +91,7 @@ class IvmJinjaApi:
         layout: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Build or incrementally refresh one ivm model; returns what the macro commits.
-        `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/chain.py`),
+        `aux_states` is the model's `ivm_aux_states` config (`compiler/runtime/aux_choice.py`),
         `unsupported` its `ivm_unsupported` config (`compiler/runtime/fallback.py`); `graph_nodes`
         (dbt's `graph.nodes`) tells whether ivm models read it (`compiler/runtime/upstream.py`);
         `refresh` is its `ivm_refresh` config (`compiler/runtime/cost.py`); `docs` what its

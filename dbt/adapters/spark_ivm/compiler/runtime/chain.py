@@ -3,21 +3,15 @@
 A model with an auxiliary state (`aux_state.py`) is two states maintained in order: A, over
 the facts (its own state table and view, `<model>__ivm_aux`), then the model itself, whose
 rewritten query reads A's state table and the dimension. Each state records the snapshots of
-the inputs it reflects, and A's state table is one of the model's inputs (docs/architecture.md, §4, the
-second atomicity option: "each state commits on its own and records the versions of its
+the inputs it reflects, and A's state table is one of the model's inputs (docs/architecture.md,
+§4, the second atomicity option: "each state commits on its own and records the versions of its
 inputs it reflects"). So a failure after A's commit and before the model's leaves the model
 at its old watermark of A's state, and the next run reads A's change from there: no delta is
 applied twice or skipped, and the model's view shows its old state until then.
 
-The choice is made when the model is planned (first run, changed SQL, `--full-refresh`, or a
-changed `ivm_aux_states` setting) and recorded in the view's properties with the rewritten
-queries, so a refresh does not plan the model again to find it.
-
-    ivm_aux_states (model config, else the DBT_SPARK_IVM_AUX_STATES environment variable):
-      auto    an auxiliary state where the split is exact and the largest fact table holds
-              at least 10x the dimension's rows;
-      always  wherever the split is exact;
-      never   (default, until a refresh with one is measured faster) the flat plan.
+Whether a flat model keeps an auxiliary state is chosen once and recorded in its view
+(`aux_choice.py`, `ivm_aux_states`); a model with sub-query states is cut into them
+(`frontend/stages.py`, `dataflow.cut`) and its states walked the same way (`walk.py`).
 """
 
 from __future__ import annotations
@@ -27,15 +21,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from dbt.adapters.spark_ivm.compiler import dataflow, render
+from dbt.adapters.spark_ivm.compiler import dataflow
 from dbt.adapters.spark_ivm.compiler.capture import snapshot_diff
-from dbt.adapters.spark_ivm.compiler.errors import Refusal, UnsupportedQueryError
+from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.frontend import stages, views
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import base_relations
 from dbt.adapters.spark_ivm.compiler.operators import top_k
-from dbt.adapters.spark_ivm.compiler.optimize import aux_state
+from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.relations import Target, auxiliary_name
-from dbt.adapters.spark_ivm.compiler.runtime import cost, facts, inputs, unchanged, upstream, walk
+from dbt.adapters.spark_ivm.compiler.runtime import (
+    aux_choice,
+    cost,
+    facts,
+    inputs,
+    unchanged,
+    upstream,
+    walk,
+)
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
     AUX_SQL,
     CHOICE,
@@ -277,59 +279,39 @@ class ChainMaintainer:
     def _run(self, props: dict[str, str]) -> Outcome:
         if stages.needed(self.compiled_sql):
             return self._staged(props)
-        self._drop_stages(props, keep=0)
+        drop_stages(self.executor, self.target, props, keep=0)
         digest = sql_hash(self.compiled_sql)
-        choice = f"{self.mode}:{digest}"
-        had_aux = AUX_SQL in props
-        # The recorded choice, "<mode>:<digest of the SQL it was made for>": a digest by
-        # either formula is of this SQL (`SqlDigest.accepts`).
-        chosen_mode, _, chosen_for = props.get(CHOICE, "").partition(":")
-        same_sql = digest.accepts(chosen_for or None)
-        if chosen_mode == self.mode and same_sql and not self.full_refresh:
-            if had_aux and TOP_SQL in props:
-                return self._chain(props[AUX_SQL], props[TOP_SQL], choice, None)
-            if not had_aux:
-                return self._flat(choice, None)
-        # The choice is not recorded for this SQL and setting: plan the model to make it.
-        changed = same_sql  # only the setting changed since the choice was recorded
-        # Planned here only to choose: with `never` there is nothing to choose.
-        split = (
-            aux_state.split(self.maintainer().plan_state(self.target.schema.lower()))
-            if self.mode != "never"
-            else Refusal("ivm_aux_states=never")
-        )
-        dim_rows = fact_rows = None
-        possible = not isinstance(split, Refusal)
-        if not isinstance(split, Refusal):
-            sizes = self._rows([split.dimension, *split.facts])
-            dim_rows = sizes.get(split.dimension)
-            fact_rows = max((sizes.get(f) or 0 for f in split.facts), default=0) or None
-            if self.mode == "auto" and not aux_state.choose(dim_rows, fact_rows):
-                split = Refusal(
-                    f"the facts ({fact_rows} rows) are not 10x {split.dimension} ({dim_rows} rows)"
-                )
-        if isinstance(split, Refusal):
-            if self.mode == "always" or possible:
-                self.log(f"ivm model '{self.model}': no aux state: {split}")
-            reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
-            if reason is not None and (kept := self._aux_held(chosen_mode, reason)) is not None:
+        chosen = None if self.full_refresh else aux_choice.recorded(props, self.mode, digest)
+        if chosen is None:  # not recorded for this SQL and setting: plan the model to choose
+            chosen = aux_choice.choose(
+                props=props,
+                mode=self.mode,
+                digest=digest,
+                plan_model=lambda: self.maintainer().plan_state(self.target.schema.lower()),
+                plan_aux=self._plan_aux,
+                state_of_aux=self.target.auxiliary.state,
+                rows=lambda found: aux_choice.snapshot_rows(self.executor, found, self.timings),
+                log=lambda said: self.log(f"ivm model '{self.model}': {said}"),
+            )
+        if chosen.reason is not None:
+            kept = self._aux_held(chosen.before, chosen.reason)
+            if kept is not None:
                 return kept
-            if had_aux:
+        if chosen.aux_sql is None or chosen.top_sql is None:
+            if AUX_SQL in props:
                 self._drop_aux()
-            return self._flat(choice, reason)
+            return self._flat(chosen.choice, chosen.reason)
+        return self._chain(chosen.aux_sql, chosen.top_sql, chosen.choice, chosen.reason)
+
+    def _plan_aux(self, aux_sql: str) -> Plan:
+        """The plan of the auxiliary state of SQL `aux_sql`, not built yet."""
         aux = self.maintainer(
             model=auxiliary_name(self.model),
-            compiled_sql=split.aux_sql,
+            compiled_sql=aux_sql,
             target=self.target.auxiliary,
             existing=None,
         )
-        aux_plan = aux.plan_state(self.target.schema.lower())
-        top_sql = split.top_sql(render.view_select(aux_plan, aux.target.state))
-        self.log(f"ivm model '{self.model}': {aux_state.describe(split, dim_rows, fact_rows)}")
-        reason = "it now keeps an auxiliary state" if changed and not had_aux else None
-        if reason is not None and (kept := self._aux_held(chosen_mode, reason)) is not None:
-            return kept
-        return self._chain(split.aux_sql, top_sql, choice, reason)
+        return aux.plan_state(self.target.schema.lower())
 
     def _aux_held(self, before: str, reason: str) -> Outcome | None:
         """`_held` for a changed `ivm_aux_states` that rebuilds the model (`reason`)."""
@@ -363,26 +345,6 @@ class ChainMaintainer:
             rebuild_because=reason,
         )
 
-    def _rows(self, relations: list[str]) -> dict[str, int | None]:
-        """Each relation's row count from its latest snapshot's summary (no data read)."""
-        parts = [
-            f"SELECT {i} AS i, CAST(summary['total-records'] AS BIGINT) AS n FROM "
-            f"(SELECT summary FROM {sql(table(r))}.`snapshots` "
-            "ORDER BY committed_at DESC LIMIT 1)"
-            for i, r in enumerate(relations)
-        ]
-        start = time.monotonic()
-        try:
-            rows = self.executor.fetch(" UNION ALL ".join(parts))
-        except Exception:  # noqa: BLE001 - sizes unknown: no auxiliary state
-            return {}
-        finally:
-            self.timings.append(("sizes", time.monotonic() - start))
-        found = {int(i): n for i, n in rows}
-        return {
-            r: (None if found.get(i) is None else int(found[i])) for i, r in enumerate(relations)
-        }
-
     def _unchanged_stages(self, props: dict[str, str], digest: SqlDigest) -> Outcome | None:
         """The run's outcome where the model's view records its states cut from this SQL
         (`digest`) and none of them can have changed (`unchanged.unchanged`); None: walk."""
@@ -402,9 +364,6 @@ class ChainMaintainer:
     def _drop_aux(self) -> None:
         """Remove the auxiliary state's view and state table (the model no longer uses them)."""
         drop_state(self.executor, self.target.auxiliary)
-
-    def _drop_stages(self, props: dict[str, str], keep: int) -> None:
-        drop_stages(self.executor, self.target, props, keep)
 
     def staged_dataflow(
         self, recorded: list[str] | None = None
@@ -439,5 +398,5 @@ class ChainMaintainer:
                 unchanged.STAGED_OUTPUTS: json.dumps(names),
             },
         )
-        self._drop_stages(props, keep=len(flow.sub_queries))
+        drop_stages(self.executor, self.target, props, keep=len(flow.sub_queries))
         return outcome

@@ -33,7 +33,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest, StateM
 
 # 2: the metadata row records each base table's identity, schema and the columns read.
 FORMAT_VERSION = "5"  # 3: MIN/MAX states keep ranked value lists; 4: views record
-# the auxiliary-state choice (`chain.py`), so that a refresh need not plan the model to find it;
+# the auxiliary-state choice (`aux_choice.py`), so that a refresh need not plan the model to find it;
 # 5: variance and stddev keep shifted moment sums (`aggregates/moments.py`) instead of a value
 
 
