@@ -380,7 +380,7 @@ class ChainMaintainer:
         them can have changed, said so from their metadata rows (`unchanged.py`)."""
         if AUX_SQL in props:
             self._drop_aux()
-        digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
+        digest = sql_hash(self.compiled_sql, self.top)
         quiet = self._unchanged_stages(props, digest)
         if quiet is not None:
             return replace(quiet, timings=self.timings + quiet.timings)

@@ -7,6 +7,7 @@ the state anew and says why (`refresh.Maintainer.run`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -157,3 +158,20 @@ def refresh_rows(prepared: Prepared | None) -> StateRows:
         return StateRows()
     inserted = prepared.inserted + prepared.partition_rows
     return StateRows(inserted, prepared.updated, prepared.deleted)
+
+
+def unchanged(relations: Iterable[str], timings: list[tuple[str, float]]) -> Outcome:
+    """The outcome of a refresh that found no input's metadata moved since its last commit.
+
+    >>> unchanged(["db.t"], []).summary
+    'no MERGE: no base table changed (db.t: 0 delta rows)'
+    """
+    changes = ", ".join(f"{r}: 0 delta rows" for r in relations)
+    return Outcome(
+        mode=Mode.REFRESH,
+        reason="incremental",
+        main_sql=None,
+        summary=refresh_summary(changes, None, False),
+        timings=timings,
+        rows=StateRows(),
+    )

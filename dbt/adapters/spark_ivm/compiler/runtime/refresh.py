@@ -54,6 +54,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.outcome import (
     StateRows,
     refresh_rows,
     refresh_summary,
+    unchanged,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.precompute import precompute
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
@@ -80,10 +81,11 @@ DETACHED = (
 )
 
 
-def sql_hash(compiled_sql: str) -> SqlDigest:
-    """The digest a state records of its SQL: of the SQL's canonical form, accepting the
-    raw-text digest states built by earlier versions record (`state_meta.SqlDigest`)."""
-    return SqlDigest.of(compiled_sql, FORMAT_VERSION)
+def sql_hash(compiled_sql: str, top: TopK | None = None) -> SqlDigest:
+    """The digest a state records of its SQL and the model's ORDER BY .. LIMIT over it: of
+    the SQL's canonical form, accepting the raw-text digest states built by earlier versions
+    record (`state_meta.SqlDigest`)."""
+    return SqlDigest.of(compiled_sql + (top.suffix if top else ""), FORMAT_VERSION)
 
 
 @dataclass(kw_only=True)
@@ -167,33 +169,31 @@ class Maintainer:
         (`facts.recorded_facts`: no base's schema changed), else from Spark's DESCRIBEs,
         which a staged query's states past the one deferred took 0.08-0.29 s a run for."""
         meta = self.read_meta() if self.existing == "view" else None
-        recorded: dict | None = None
-        if meta is not None and facts.same_model(
-            meta, sql_hash(self.compiled_sql), self.compiled_sql, default_db, self.model
-        ):
-            try:
-                heads = self.session.current_heads(list(meta.watermarks))
-            except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: DESCRIBE says
-                heads = None
-            if heads is not None:
-                recorded = facts.recorded_facts(self.session, meta, heads)
+        heads = self._input_heads(meta, default_db)
+        recorded = None if heads is None else facts.recorded_facts(self.session, meta, heads)
         return self.plan_state(default_db, recorded)
+
+    def _input_heads(self, meta: StateMeta | None, default_db: str) -> dict[str, Head] | None:
+        """The heads of the relations the state's row has watermarks for, where the row was
+        built from this SQL (None: it was not, or a head cannot be read, e.g. a base replaced
+        by a view: the full path names the problem)."""
+        if meta is None or not facts.same_model(
+            meta, sql_hash(self.compiled_sql, self.top), self.compiled_sql, default_db, self.model
+        ):
+            return None
+        try:
+            return self.session.current_heads(list(meta.watermarks))
+        except Exception:  # noqa: BLE001 - see the docstring
+            return None
 
     # -- the two modes --------------------------------------------------------------------
     def run(self) -> Outcome:
         default_db = self.target.schema.lower()
-        digest = sql_hash(self.compiled_sql + (self.top.suffix if self.top else ""))
+        digest = sql_hash(self.compiled_sql, self.top)
         meta = self.read_meta() if self.existing == "view" and not self.full_refresh else None
-        heads: dict[str, Head] | None = None
+        heads = self._input_heads(meta, default_db)
         recorded: dict | None = None
-        same = meta is not None and facts.same_model(
-            meta, digest, self.compiled_sql, default_db, self.model
-        )
-        if meta is not None and same:
-            try:
-                heads = self.session.current_heads(list(meta.watermarks))
-            except Exception:  # noqa: BLE001 - e.g. a base replaced by a view: the full path says so
-                heads = None
+        if heads is not None:
             self.session.checkpoint("capture")
         if meta is not None and heads is not None:
             # Rebuilt past earlier states (`from_bases.py`), a state's inputs may be unchanged
@@ -203,7 +203,7 @@ class Maintainer:
                 # No base table's metadata file moved: nothing can have changed, and the
                 # model need not even be planned (one metadata query for all bases).
                 self.unchanged_facts = meta.facts
-                return self._unchanged(heads)
+                return unchanged(heads, self.session.timings)
             # Under every policy: the history is read only here, once a base changed.
             self.runs = choice.history(self.session, meta)
             recorded = facts.recorded_facts(self.session, meta, heads)
@@ -234,17 +234,6 @@ class Maintainer:
                     self.session.drop_scratch()
         started = choice.rebuild_started(self.started_ms, self.chose_ms, choice.now_ms())
         return self._build(plan, digest, reason, in_place, started)
-
-    def _unchanged(self, heads: dict[str, Head]) -> Outcome:
-        changes = ", ".join(f"{r}: 0 delta rows" for r in heads)
-        return Outcome(
-            mode=Mode.REFRESH,
-            reason="incremental",
-            main_sql=None,
-            summary=f"no MERGE: no base table changed ({changes})",
-            timings=self.session.timings,
-            rows=StateRows(),
-        )
 
     def release_scratch(self) -> None:
         """Drop the scratch relations a run with `keep_scratch` left."""
