@@ -11,11 +11,16 @@ base tables, and the log line must say which plan ran.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from support.adversarial import assert_equal_to_sql, run_messages
 from support.small_project import SmallProject
 
+from dbt.adapters.spark_ivm import session_metadata
 from dbt.adapters.spark_ivm.compiler.relations import Target
+from dbt.adapters.spark_ivm.compiler.runtime import aux_choice
+from dbt.adapters.spark_ivm.compiler.runtime.executor import MetadataReader
 
 SCHEMA = "ivm_aux_states"
 MODEL = "aux_revenue"
@@ -195,3 +200,49 @@ def test_aux_state_switched_off_and_on(project: SmallProject) -> None:
     assert "it now keeps an auxiliary state" in message, message
     p.sql(f"DELETE FROM {SCHEMA}.lines WHERE qty = 2")
     _check(p, "refreshed again")
+
+
+class _Statements:
+    """The runtime's reads over the project's connection, statements only (thrift's way)."""
+
+    def __init__(self, p: SmallProject) -> None:
+        self.p = p
+
+    def fetch(self, statement: str) -> list[tuple]:
+        return self.p.sql(statement)
+
+
+class _Driver(_Statements):
+    """A `MetadataReader` that answers the snapshot summary from the driver, as the session
+    method's executor does, and nothing else (its other reads return None: not known)."""
+
+    def iceberg_snapshot_totals(self, relation: str) -> tuple[int, dict[str, str]] | None:
+        from pyspark.sql import SparkSession
+
+        return session_metadata.snapshot_totals(SparkSession.builder.getOrCreate(), relation)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith(("iceberg_", "view_")):
+            return lambda *args: None
+        raise AttributeError(name)
+
+
+def test_auto_sizes_tables_by_their_current_snapshot(project: SmallProject) -> None:
+    """`ivm_aux_states='auto'` weighs the tables by the rows of their current snapshots:
+    after a rollback, not the snapshot committed last, read either way."""
+    p = project
+    sized = f"{SCHEMA}.sized"
+    p.sql(f"DROP TABLE IF EXISTS {sized}")
+    p.sql(f"CREATE TABLE {sized} (x int) USING iceberg")
+    p.sql(f"INSERT INTO {sized} VALUES (1), (2), (NULL)")
+    (first,) = p.sql(f"SELECT snapshot_id FROM {sized}.snapshots")[0]
+    p.sql(f"INSERT INTO {sized} VALUES (4), (4)")
+    p.sql(f"CALL spark_catalog.system.rollback_to_snapshot('{sized}', {first})")
+    assert p.sql(f"SELECT COUNT(*) FROM {sized}") == [(3,)]
+    timings: list[tuple[str, float]] = []
+    statements = aux_choice.snapshot_rows(_Statements(p), [sized, f"{SCHEMA}.lines"], timings)
+    assert isinstance(_Driver(p), MetadataReader)
+    driver = aux_choice.snapshot_rows(_Driver(p), [sized, f"{SCHEMA}.lines"], timings)
+    lines = p.sql(f"SELECT COUNT(*) FROM {SCHEMA}.lines")[0][0]
+    assert statements == driver == {sized: 3, f"{SCHEMA}.lines": lines}, (statements, driver)
+    assert [name for name, _ in timings] == ["sizes", "sizes"]

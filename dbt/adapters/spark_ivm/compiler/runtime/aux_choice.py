@@ -28,22 +28,33 @@ from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.plan import Plan
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import AUX_SQL, CHOICE, TOP_SQL
-from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor
+from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, MetadataReader
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
 
 
 @dataclass(frozen=True)
 class Chosen:
-    """The model's states: flat (`aux_sql` None), or the auxiliary state's SQL then the
-    model's over it (`top_sql`); `choice` is what the view records, and `reason` why the
+    """The model's states: flat (`queries` None), or the auxiliary state's SQL then the
+    model's over it (`queries`); `choice` is what the view records, and `reason` why the
     choice rebuilds the model (None: it does not), changed from the mode `before`."""
 
     choice: str
-    aux_sql: str | None = None
-    top_sql: str | None = None
+    queries: tuple[str, str] | None = None
     reason: str | None = None
     before: str = ""
+
+
+def _made(props: dict[str, str], digest: SqlDigest) -> tuple[str, bool]:
+    """The mode of the choice the view records (`props`), and whether it was made for the
+    SQL of `digest` (`CHOICE`: "<mode>:<digest>").
+
+    >>> d = SqlDigest.of("select 1", "5")
+    >>> _made({CHOICE: f"auto:{d}"}, d), _made({}, d)
+    (('auto', True), ('', False))
+    """
+    mode, _, made_for = props.get(CHOICE, "").partition(":")
+    return mode, digest.accepts(made_for or None)
 
 
 def recorded(props: dict[str, str], mode: str, digest: SqlDigest) -> Chosen | None:
@@ -52,21 +63,21 @@ def recorded(props: dict[str, str], mode: str, digest: SqlDigest) -> Chosen | No
 
     >>> d = SqlDigest.of("select 1", "5")
     >>> flat = recorded({CHOICE: f"never:{d}"}, "never", d)
-    >>> flat.choice == f"never:{d}", flat.aux_sql, flat.reason
+    >>> flat.choice == f"never:{d}", flat.queries, flat.reason
     (True, None, None)
     >>> recorded({CHOICE: f"never:{d}"}, "auto", d) is None  # the setting changed
     True
     >>> recorded({CHOICE: f"never:{d}"}, "never", SqlDigest.of("select 2", "5")) is None
     True
     """
-    chosen_mode, _, chosen_for = props.get(CHOICE, "").partition(":")
-    if chosen_mode != mode or not digest.accepts(chosen_for or None):
+    made_mode, same_sql = _made(props, digest)
+    if made_mode != mode or not same_sql:
         return None
     choice = f"{mode}:{digest}"
     if AUX_SQL not in props:
         return Chosen(choice)
     if TOP_SQL in props:
-        return Chosen(choice, props[AUX_SQL], props[TOP_SQL])
+        return Chosen(choice, (props[AUX_SQL], props[TOP_SQL]))
     return None
 
 
@@ -87,8 +98,8 @@ def choose(
     one the view records for this SQL (`props`) rebuilds the model, `Chosen.reason`."""
     choice = f"{mode}:{digest}"
     had_aux = AUX_SQL in props
-    chosen_mode, _, chosen_for = props.get(CHOICE, "").partition(":")
-    changed = digest.accepts(chosen_for or None)  # only the setting changed since
+    # Made for this SQL: only the setting changed since, and a different choice rebuilds.
+    made_mode, same_sql = _made(props, digest)
     # Planned here only to choose: with `never` there is nothing to choose.
     split = aux_state.split(plan_model()) if mode != "never" else Refusal("ivm_aux_states=never")
     dim_rows = fact_rows = None
@@ -104,31 +115,53 @@ def choose(
     if isinstance(split, Refusal):
         if mode == "always" or possible:
             log(f"no aux state: {split}")
-        reason = "it no longer keeps an auxiliary state" if changed and had_aux else None
-        return Chosen(choice, reason=reason, before=chosen_mode)
+        reason = "it no longer keeps an auxiliary state" if same_sql and had_aux else None
+        return Chosen(choice, reason=reason, before=made_mode)
     top_sql = split.top_sql(render.view_select(plan_aux(split.aux_sql), state_of_aux))
     log(aux_state.describe(split, dim_rows, fact_rows))
-    reason = "it now keeps an auxiliary state" if changed and not had_aux else None
-    return Chosen(choice, split.aux_sql, top_sql, reason, chosen_mode)
+    reason = "it now keeps an auxiliary state" if same_sql and not had_aux else None
+    return Chosen(choice, (split.aux_sql, top_sql), reason, made_mode)
 
 
 def snapshot_rows(
     executor: Executor, relations: list[str], timings: list[tuple[str, float]]
 ) -> dict[str, int | None]:
-    """Each relation's row count from its latest snapshot's summary (no data read; None
-    where unknown), the statement's time in `timings` as "sizes"."""
+    """Each relation's row count from its current snapshot's summary (no data read; None
+    where unknown): from the driver where the executor reads Iceberg metadata there
+    (`MetadataReader`), else one statement over the tables' `snapshots` and `refs`. The
+    time goes in `timings` as "sizes"."""
+    start = time.monotonic()
+    try:
+        if isinstance(executor, MetadataReader):
+            totals = [executor.iceberg_snapshot_totals(r) for r in relations]
+            return {r: _records(t[1] if t else {}) for r, t in zip(relations, totals)}
+        return _rows_by_sql(executor, relations)
+    finally:
+        timings.append(("sizes", time.monotonic() - start))
+
+
+def _records(summary: dict[str, str]) -> int | None:
+    """A snapshot summary's `total-records` (None: not there).
+
+    >>> _records({"total-records": "42"}), _records({})
+    (42, None)
+    """
+    records = summary.get("total-records", "")
+    return int(records) if records.isdigit() else None
+
+
+def _rows_by_sql(executor: Executor, relations: list[str]) -> dict[str, int | None]:
+    # The current snapshot is the one `main` points at: after a rollback it is not the one
+    # committed last.
     parts = [
-        f"SELECT {i} AS i, CAST(summary['total-records'] AS BIGINT) AS n FROM "
-        f"(SELECT summary FROM {sql(table(r))}.`snapshots` "
-        "ORDER BY committed_at DESC LIMIT 1)"
+        f"SELECT {i} AS i, CAST(s.summary['total-records'] AS BIGINT) AS n "
+        f"FROM {sql(table(r))}.`snapshots` AS s JOIN {sql(table(r))}.`refs` AS b "
+        "ON s.snapshot_id = b.snapshot_id WHERE b.name = 'main'"
         for i, r in enumerate(relations)
     ]
-    start = time.monotonic()
     try:
         found_rows = executor.fetch(" UNION ALL ".join(parts))
     except Exception:  # noqa: BLE001 - sizes unknown: no auxiliary state
         return {}
-    finally:
-        timings.append(("sizes", time.monotonic() - start))
     found = {int(i): n for i, n in found_rows}
     return {r: (None if found.get(i) is None else int(found[i])) for i, r in enumerate(relations)}

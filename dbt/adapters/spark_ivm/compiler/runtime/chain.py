@@ -297,11 +297,11 @@ class ChainMaintainer:
             kept = self._aux_held(chosen.before, chosen.reason)
             if kept is not None:
                 return kept
-        if chosen.aux_sql is None or chosen.top_sql is None:
+        if chosen.queries is None:
             if AUX_SQL in props:
                 self._drop_aux()
             return self._flat(chosen.choice, chosen.reason)
-        return self._chain(chosen.aux_sql, chosen.top_sql, chosen.choice, chosen.reason)
+        return self._chain(*chosen.queries, chosen.choice, chosen.reason)
 
     def _plan_aux(self, aux_sql: str) -> Plan:
         """The plan of the auxiliary state of SQL `aux_sql`, not built yet."""
