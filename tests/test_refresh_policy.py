@@ -25,6 +25,7 @@ import pytest
 from support.small_project import SmallProject
 from support.targets import SESSION
 
+from bench.dbt_runs import STEP_LINE
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, PAUSE_ENV, REBUILD_STEP
 from dbt.adapters.spark_ivm.jinja_api import TIMINGS_ENV
 
@@ -254,18 +255,15 @@ def test_a_model_with_sub_query_states_sees_no_change_only_where_none_has_one(
 
 def _steps(p: SmallProject, model: str) -> list[str]:
     """The labels of the statements a run of `model` timed (`DBT_SPARK_IVM_TIMINGS`)."""
-    from dbt.cli.main import dbtRunner
-
     lines: list[str] = []
-    runner = dbtRunner(callbacks=[lambda e: lines.append(str(getattr(e.info, "msg", "")))])
     os.environ[TIMINGS_ENV] = "1"
     try:
-        args = ["run", "--select", model, "--project-dir", str(p.root)]
-        assert runner.invoke([*args, "--profiles-dir", str(p.root)]).success
+        keep = [lambda e: lines.append(str(getattr(e.info, "msg", "")))]
+        assert p.dbt("run", "--select", model, callbacks=keep).success
     finally:
         del os.environ[TIMINGS_ENV]
-    step = re.compile(rf"ivm model '{model}':\s+[0-9.]+s (.+)")
-    return [m.group(1) for line in lines if (m := step.search(line))]
+    found = [STEP_LINE.search(line) for line in lines]
+    return [m["label"] for m in found if m is not None and m["model"] == model]
 
 
 def test_states_past_the_deferred_one_are_planned_from_their_recorded_facts(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +62,10 @@ class SmallProject:
             "{{ config(materialized='ivm') }}\n" + select
         )
 
-    def dbt(self, *args: str):
-        return self.runner.invoke(
+    def dbt(self, *args: str, callbacks: list[Callable[[Any], None]] | None = None):
+        """`dbt <args>` on the project; `callbacks` get each of the run's events."""
+        runner = self.runner if callbacks is None else dbtRunner(callbacks=callbacks)
+        return runner.invoke(
             [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         )
 
@@ -75,10 +77,7 @@ class SmallProject:
             if event.info.name == "PrintEvent":
                 printed.append(event.data.msg)
 
-        result = dbtRunner(callbacks=[keep]).invoke(
-            ["run-operation", macro, "--args", args,
-             "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
-        )  # fmt: skip
+        result = self.dbt("run-operation", macro, "--args", args, callbacks=[keep])
         return result.success, printed
 
     def sql(self, statement: str) -> list[tuple]:
