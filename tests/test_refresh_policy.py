@@ -19,7 +19,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.small_project import SmallProject
@@ -27,6 +30,7 @@ from support.targets import SESSION
 
 from bench.dbt_runs import STEP_LINE
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, PAUSE_ENV, REBUILD_STEP
+from dbt.adapters.spark_ivm.connection_executor import ConnectionExecutor
 from dbt.adapters.spark_ivm.jinja_api import TIMINGS_ENV
 
 SCHEMA = "ivm_policy"
@@ -266,12 +270,35 @@ def _steps(p: SmallProject, model: str) -> list[str]:
     return [m["label"] for m in found if m is not None and m["model"] == model]
 
 
+@contextmanager
+def _heads_reads() -> Iterator[list[list[str]]]:
+    """The relations whose heads the runs read, grouped between the statements they ran."""
+    executor = ConnectionExecutor
+    read, execute = executor.iceberg_heads, executor.execute
+    between: list[list[str]] = [[]]
+
+    def heads(self: ConnectionExecutor, relations: Sequence[str]) -> Any:
+        between[-1].extend(relations)
+        return read(self, relations)
+
+    def run(self: ConnectionExecutor, statement: str) -> None:
+        between.append([])
+        execute(self, statement)
+
+    executor.iceberg_heads, executor.execute = heads, run  # type: ignore[method-assign]
+    try:
+        yield between
+    finally:
+        executor.iceberg_heads, executor.execute = read, execute  # type: ignore[method-assign]
+
+
 def test_states_past_the_deferred_one_are_planned_from_their_recorded_facts(
     project: SmallProject,
 ):
     """Rebuilt past two sub-query states, the one after the state that would rebuild is
     planned from the facts its last commit recorded (no DESCRIBE QUERY), and from Spark's
-    where a base's schema changed since: the relation is exact either way."""
+    where a base's schema changed since: the relation is exact either way. Each table's
+    head is read once between two statements of the run (`session.HeadsRead`)."""
     p = project
     p.base_table("pairs", "k string, w int", "('a', 1)", "('b', 2)", "('e', 3)", "(NULL, 4)")
     two = (
@@ -290,7 +317,12 @@ def test_states_past_the_deferred_one_are_planned_from_their_recorded_facts(
         p.sql(change)
         if planned_by is None:  # the schema change alone: a change of no row of the model
             continue
-        steps = _steps(p, "two")
+        with _heads_reads() as between:
+            steps = _steps(p, "two")
+        # The no-change check, the deferred state's run, the plans past it and the pins
+        # share one read of each head until the run's first statement.
+        assert any(between), "no head read"
+        assert all(len(read) == len(set(read)) for read in between), between
         # s0 would rebuild (`full`); the states after it are planned past it, unrun, and the
         # model's state is rebuilt from the bases. `pairs` is read by the last of them.
         assert not [s for s in steps if s.startswith("s") and s.endswith("build state")]

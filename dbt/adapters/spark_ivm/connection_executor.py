@@ -40,9 +40,14 @@ class ConnectionExecutor:
         self._current_catalog: str | None = None
         # Catalog tables refreshed since this executor last ran a statement (`_refresh`).
         self._fresh: set[str] = set()
+        self._statements = 0
+
+    def statements_run(self) -> int:
+        return self._statements
 
     def execute(self, statement: str) -> None:
         self._fresh.clear()  # any statement may write: the next reads refresh
+        self._statements += 1
         self.adapter.connections.add_query(statement, auto_begin=False)
 
     def fetch(self, statement: str) -> list[tuple]:

@@ -57,7 +57,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.executor import (
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
-from dbt.adapters.spark_ivm.compiler.runtime.session import Session
+from dbt.adapters.spark_ivm.compiler.runtime.session import HeadsRead, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
 from dbt.adapters.spark_ivm.compiler.sql.layout import NO_LAYOUT, Layout
@@ -80,6 +80,7 @@ class ChainMaintainer:
     warn: Callable[[str], None] = print  # see `Session.warn`
     timings: list[tuple[str, float]] = field(default_factory=list)
     known: dict[str, dict[str, str]] = field(default_factory=dict)  # properties read
+    heads_read: HeadsRead = field(default_factory=HeadsRead)  # heads read (`session.py`)
     # The model's own SQL (`compiled_sql` reads the views it reads through their queries).
     user_sql: str = ""
     # View properties of every state: the digests of the views the model reads (`views.py`).
@@ -115,6 +116,7 @@ class ChainMaintainer:
             warn=self.warn,
             layout=self.layout if target == self.target else self.layout.unpartitioned(),
             known_properties=self.known,
+            heads_read=self.heads_read,
         )
 
     def maintainer(self, **kwargs) -> Maintainer:

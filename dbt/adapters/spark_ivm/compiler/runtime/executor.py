@@ -96,6 +96,16 @@ class FileScanReader(Protocol):
 
 
 @runtime_checkable
+class StatementCounter(Protocol):
+    """An executor that counts the statements it ran: any of them may have written a table,
+    so what was read of tables before it is read again (`session.HeadsRead`)."""
+
+    def statements_run(self) -> int:
+        """How many statements `execute` ran so far."""
+        ...
+
+
+@runtime_checkable
 class SoleWriter(Protocol):
     """An executor that can tell whether no other process can commit to its tables."""
 

@@ -197,7 +197,7 @@ def check_unmoved(session: Session, heads: dict[str, Head], live: frozenset[str]
     """Fail (before a refresh's commit; after a build, whose state is then rebuilt by the
     next run) if a base table read live got a commit since it was pinned: the rows read
     would not be the pinned snapshot's."""
-    now = session.current_heads(sorted(live))
+    now = session.current_heads(sorted(live), fresh=True)
     for relation in sorted(live):
         if now[relation].snapshot != heads[relation].snapshot:
             raise BaseRelationError(

@@ -371,7 +371,7 @@ class Maintainer:
             statement = state_table.advance_meta_sql(state, new_meta, read)
         if statement is not None:
             facts.check_unmoved(self.session, heads, live)
-            heads_before = self.session.current_heads([state]) if self.publish else None
+            heads_before = self.session.current_heads([state], fresh=True) if self.publish else None
             try:
                 self.session.run("commit", statement)
             except Exception as e:
