@@ -127,14 +127,15 @@ def snapshot_rows(
     executor: Executor, relations: list[str], timings: list[tuple[str, float]]
 ) -> dict[str, int | None]:
     """Each relation's row count from its current snapshot's summary (no data read; None
-    where unknown): from the driver where the executor reads Iceberg metadata there
-    (`MetadataReader`), else one statement over the tables' `snapshots` and `refs`. The
-    time goes in `timings` as "sizes"."""
+    where unknown): from the driver where the executor reads each table's metadata there
+    (`MetadataReader`; not e.g. a table of another catalog), else one statement over the
+    tables' `snapshots` and `refs`. The time goes in `timings` as "sizes"."""
     start = time.monotonic()
     try:
         if isinstance(executor, MetadataReader):
             totals = [executor.iceberg_snapshot_totals(r) for r in relations]
-            return {r: _records(t[1] if t else {}) for r, t in zip(relations, totals)}
+            if all(t is not None for t in totals):
+                return {r: _records(t[1]) for r, t in zip(relations, totals) if t is not None}
         return _rows_by_sql(executor, relations)
     finally:
         timings.append(("sizes", time.monotonic() - start))
