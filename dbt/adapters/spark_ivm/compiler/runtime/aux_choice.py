@@ -27,6 +27,7 @@ from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import Refusal
 from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.plan import Plan
+from dbt.adapters.spark_ivm.compiler.runtime.base_tables import total_records
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import AUX_SQL, CHOICE, TOP_SQL
 from dbt.adapters.spark_ivm.compiler.runtime.executor import Executor, MetadataReader
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest
@@ -133,22 +134,13 @@ def snapshot_rows(
     start = time.monotonic()
     try:
         if isinstance(executor, MetadataReader):
-            totals = [executor.iceberg_snapshot_totals(r) for r in relations]
-            if all(t is not None for t in totals):
-                return {r: _records(t[1]) for r, t in zip(relations, totals) if t is not None}
+            read = [executor.iceberg_snapshot_totals(r) for r in relations]
+            totals = [t for t in read if t is not None]
+            if len(totals) == len(relations):
+                return {r: total_records(t[1]) for r, t in zip(relations, totals)}
         return _rows_by_sql(executor, relations)
     finally:
         timings.append(("sizes", time.monotonic() - start))
-
-
-def _records(summary: dict[str, str]) -> int | None:
-    """A snapshot summary's `total-records` (None: not there).
-
-    >>> _records({"total-records": "42"}), _records({})
-    (42, None)
-    """
-    records = summary.get("total-records", "")
-    return int(records) if records.isdigit() else None
 
 
 def _rows_by_sql(executor: Executor, relations: list[str]) -> dict[str, int | None]:

@@ -133,6 +133,16 @@ def parse_metadata(location: str, lines: Iterable[Sequence]) -> TableMetadata:
     return TableMetadata(location, uuid, schema_id, columns, snapshots, schemas, snapshot_schemas)
 
 
+def total_records(summary: Mapping[str, str]) -> int | None:
+    """A snapshot summary's `total-records` (None: not there).
+
+    >>> total_records({"total-records": "42"}), total_records({})
+    (42, None)
+    """
+    records = summary.get("total-records", "")
+    return int(records) if records.isdigit() else None
+
+
 def _size(summary: Mapping, key: str) -> int:
     try:
         return int(summary.get(key, 0) or 0)

@@ -297,7 +297,7 @@ class Session:
         if isinstance(self.executor, MetadataReader):
             reader = self.executor
             totals = self.timed("count", lambda: reader.iceberg_snapshot_totals(state))
-            records = None if totals is None else totals[1].get("total-records")
-            if records is not None and records.isdigit() and int(records) >= 1:
-                return int(records) - 1
+            records = None if totals is None else base_tables.total_records(totals[1])
+            if records is not None and records >= 1:
+                return records - 1
         return None
