@@ -198,11 +198,13 @@ class Session:
         if not isinstance(self.executor, StatementCounter):
             return self._read_heads(relations)
         counter = self.executor
-        known = dict(self.heads_read.still(counter.statements_run()))
+        known = self.heads_read.still(counter.statements_run())
         wanted = list(relations) if fresh else [r for r in relations if r not in known]
-        read = self._read_heads(wanted)
-        self.heads_read.still(counter.statements_run()).update(read)  # REFRESH TABLE ran?
-        return {r: read[r] if r in read else known[r] for r in relations}
+        known.update(self._read_heads(wanted))
+        # The only statements the read ran are its own REFRESH TABLEs (the SQL path), which
+        # write nothing: the heads known before it stand.
+        self.heads_read.statements = counter.statements_run()
+        return {r: known[r] for r in relations}
 
     def _read_heads(self, relations: Sequence[str]) -> dict[str, Head]:
         if not relations:
