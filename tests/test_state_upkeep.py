@@ -136,6 +136,19 @@ def _assert_refreshed(result: dbtRunnerResult, where: str) -> None:
             assert f"+{counts[0]} ~{counts[1]} -{counts[2]}" in str(r.message), (where, response)
 
 
+def _unreferenced(p: SmallProject, model: str) -> list[str]:
+    """Files in the state's data folder that no snapshot it keeps references: an expiry
+    that dropped snapshots but not the files only they held leaves these behind."""
+    state = f"{SCHEMA}.{model}__ivm_state"
+    details = {str(r[0]).strip(): str(r[1]) for r in p.sql(f"DESCRIBE TABLE EXTENDED {state}")}
+    data = Path(details["Location"].removeprefix("file:")) / "data"
+    kept = {
+        str(r[0]).removeprefix("file:") for r in p.sql(f"SELECT file_path FROM {state}.all_files")
+    }
+    on_disk = {str(f) for f in data.rglob("*") if f.is_file() and not f.name.startswith(".")}
+    return sorted(on_disk - kept)
+
+
 def _assert_exact(p: SmallProject, where: str) -> None:
     for name, select in MODELS.items():
         assert p.bag(f"SELECT * FROM {SCHEMA}.{name}") == p.bag(select), f"{name} {where}"
@@ -188,6 +201,7 @@ def test_refreshes_keep_state_files_and_snapshots_bounded(
         # The bounds held because upkeep ran, not because too few refreshes committed.
         assert fell[name]["deletes"], (name, "never compacted", peak[name])
         assert fell[name]["snapshots"], (name, "never expired", peak[name])
+        assert not _unreferenced(p, name), name
 
 
 def _dbt_capturing(p: SmallProject, messages: list[str]) -> Callable[..., dbtRunnerResult]:
@@ -295,6 +309,9 @@ def test_a_state_rebuilt_every_run_keeps_its_snapshots_bounded(
             assert files["metadata"] <= METADATA_VERSIONS + 1, (name, i, files)
     # Without upkeep after a rebuild: one more snapshot per round (more than ROUNDS).
     assert all(n <= upkeep.EXPIRE_AT + 1 for n in peak.values()), peak
+    # and the files of the rebuilds before went with their snapshots
+    for name in MODELS:
+        assert not _unreferenced(p, name), name
 
 
 def _format_version(p: SmallProject, model: str) -> str:

@@ -186,6 +186,15 @@ class ConnectionExecutor:
             return None
         return session_metadata.snapshot_totals(spark, relation, self._refresh(relation))
 
+    def iceberg_expire(self, relation: str, retain_last: int) -> int | None:
+        spark = self._local_session()
+        if spark is None:
+            return None
+        # A write, as a statement is: what was read of tables before it is read again.
+        self._fresh.clear()
+        self._statements += 1
+        return session_metadata.expire_snapshots(spark, relation, retain_last)
+
     def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:
         spark = self._local_session()
         if spark is None:

@@ -261,6 +261,52 @@ def snapshot_totals(
         return None
 
 
+def expire_snapshots(spark: Any, relation: str, retain_last: int) -> int | None:
+    """Expire the table's snapshots older than its current one but the newest `retain_last`,
+    deleting the files no kept snapshot references, through Iceberg's table API in the
+    driver; the number of snapshots expired. None where the relation is not a catalog
+    Iceberg table (the caller then calls `expire_snapshots` in SQL); a failed commit raises.
+
+    The procedure does the same as a Spark action: it lists every file of the kept and the
+    expired snapshots in Spark jobs, 1.1-1.6 s for a table of 16 small snapshots on two cores
+    where the driver reads their few manifests in 0.15 s."""
+    try:
+        table = iceberg_table(spark, relation)
+    except Exception:  # noqa: BLE001 - not an Iceberg catalog table: the SQL path says
+        return None
+    current = table.currentSnapshot()
+    if current is None:
+        return 0
+    before = int(table.operations().current().snapshots().size())
+    expire = table.expireSnapshots()
+    _reachable_cleanup(spark, expire)
+    expire.expireOlderThan(current.timestampMillis()).retainLast(retain_last).commit()
+    return before - int(table.operations().current().snapshots().size())
+
+
+def _reachable_cleanup(spark: Any, expire: Any) -> bool:
+    """Have the expiry delete every file no kept snapshot references, as the procedure does
+    (False where it cannot).
+
+    On a table with one branch the API's default is its incremental cleanup, which leaves
+    the files the oldest kept snapshot replaced until the next expiry (a rebuilt state kept
+    one old version of itself on disk: 2 of 12 files in a run of 16 overwrites). The switch
+    is not public in Iceberg 1.10 (`RemoveSnapshots.withIncrementalCleanup`); where another
+    version lacks it, the incremental cleanup stands."""
+    try:
+        gateway = spark.sparkContext._gateway
+        flag = gateway.new_array(java_class(spark, "java.lang.Class"), 1)
+        flag[0] = java_class(spark, "java.lang.Boolean").TYPE
+        method = expire.getClass().getDeclaredMethod("withIncrementalCleanup", flag)
+        method.setAccessible(True)
+        value = gateway.new_array(java_class(spark, "java.lang.Object"), 1)
+        value[0] = java_class(spark, "java.lang.Boolean").FALSE
+        method.invoke(expire, value)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return False
+    return True
+
+
 def window_files(
     spark: Any, relation: str, snapshot_ids: Sequence[int], path_field: int
 ) -> list[tuple] | None:

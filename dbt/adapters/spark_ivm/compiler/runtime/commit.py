@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.capture import delta_log, weights
 from dbt.adapters.spark_ivm.compiler.runtime import upkeep
-from dbt.adapters.spark_ivm.compiler.runtime.executor import MetadataReader
+from dbt.adapters.spark_ivm.compiler.runtime.executor import SnapshotExpirer
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 
 
@@ -92,10 +92,12 @@ def _count_failure(session: Session, error: str) -> str:
 def _keep_up(session: Session, published: bool) -> None:
     """Compact and expire when due; clear the failures counted before once it worked."""
     state = session.target.state
-    if isinstance(session.executor, MetadataReader):
-        reader = session.executor
-        totals = session.timed("upkeep", lambda: reader.iceberg_snapshot_totals(state))
-        if totals is not None and not upkeep.may_be_due(upkeep.from_summary(*totals)):
+    totals = session.snapshot_totals(state, "upkeep")
+    if totals is not None:
+        found = upkeep.from_summary(*totals)
+        if not upkeep.may_be_due(found):
+            return
+        if not published and _only_expiry(found) and _expired(session):
             return
     stats = upkeep.parse_stats(session.fetch("upkeep", upkeep.stats_sql(state))[0])
     if not (upkeep.needs_compaction(stats) or upkeep.needs_expiry(stats)):
@@ -109,5 +111,30 @@ def _keep_up(session: Session, published: bool) -> None:
         assert stats.committed_at is not None
         for statement in delta_log.trim_sqls(state, stats.committed_at):
             session.run("expire", statement)
+    _clear_failures(session, properties)
+
+
+def _only_expiry(stats: upkeep.StateStats) -> bool:
+    """Is the expiry all that is due (the totals known, no compaction)?"""
+    known = stats.data_files is not None and stats.delete_files is not None
+    return known and not upkeep.needs_compaction(stats)
+
+
+def _expired(session: Session) -> bool:
+    """Expire the state's old snapshots in the driver (`SnapshotExpirer`), where only the
+    expiry is due and no delta log is trimmed with it; False where it cannot (the SQL path:
+    `upkeep.expire_sql`, a Spark action of about 1 s, where this is tens of milliseconds)."""
+    expirer = session.executor
+    if not isinstance(expirer, SnapshotExpirer):
+        return False
+    state = session.target.state
+    properties = session.properties(state)
+    if session.timed("expire", lambda: expirer.iceberg_expire(state, upkeep.RETAIN_LAST)) is None:
+        return False
+    _clear_failures(session, properties)
+    return True
+
+
+def _clear_failures(session: Session, properties: dict[str, str]) -> None:
     if upkeep.Failures.of(properties).count:
-        session.run("upkeep", upkeep.Failures.cleared(state))
+        session.run("upkeep", upkeep.Failures.cleared(session.target.state))

@@ -60,11 +60,15 @@ class HeadsRead:
 
     statements: int = -1
     heads: dict[str, Head] = field(default_factory=dict)
+    #: The same for snapshot totals (`Session.snapshot_totals`): the count of a state just
+    #: written and its upkeep read the same summary.
+    totals: dict[str, tuple[int, dict[str, str]]] = field(default_factory=dict)
 
     def still(self, statements: int) -> dict[str, Head]:
-        """The heads read, emptied where a statement ran since they were."""
+        """The heads read, emptied (with the totals) where a statement ran since they were."""
         if statements != self.statements:
             self.heads.clear()
+            self.totals.clear()
             self.statements = statements
         return self.heads
 
@@ -295,11 +299,25 @@ class Session:
         """The state's data rows as its current snapshot's `total-records` less the metadata
         row, where the JVM reads it (no Spark job; else None). Exact while the state has no
         delete file: until the first refresh after a build."""
-        state = self.target.state
-        if isinstance(self.executor, MetadataReader):
-            reader = self.executor
-            totals = self.timed("count", lambda: reader.iceberg_snapshot_totals(state))
-            records = None if totals is None else base_tables.total_records(totals[1])
-            if records is not None and records >= 1:
-                return records - 1
+        totals = self.snapshot_totals(self.target.state, "count")
+        records = None if totals is None else base_tables.total_records(totals[1])
+        if records is not None and records >= 1:
+            return records - 1
         return None
+
+    def snapshot_totals(self, relation: str, label: str) -> tuple[int, dict[str, str]] | None:
+        """The table's snapshot count and current snapshot's summary where the JVM reads
+        them (else None), read once between two statements (`HeadsRead`), timed as `label`."""
+        if not isinstance(self.executor, MetadataReader):
+            return None
+        reader = self.executor
+        memo: dict[str, tuple[int, dict[str, str]]] | None = None
+        if isinstance(reader, StatementCounter):
+            self.heads_read.still(reader.statements_run())
+            memo = self.heads_read.totals
+            if relation in memo:
+                return memo[relation]
+        found = self.timed(label, lambda: reader.iceberg_snapshot_totals(relation))
+        if memo is not None and found is not None:
+            memo[relation] = found
+        return found

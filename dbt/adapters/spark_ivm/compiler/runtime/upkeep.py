@@ -21,7 +21,11 @@ file is read) what to do:
   first compaction: one `INSERT OVERWRITE` of its own rows, which drops every old file.
 * expire snapshots (`expire_sql`) once there are `EXPIRE_AT` of them, keeping the newest
   `RETAIN_LAST`: this deletes the files only the expired snapshots referenced (the
-  pre-compaction files among them).
+  pre-compaction files among them). Where only the expiry is due and no delta log is
+  trimmed with it, the session method expires through Iceberg's table API in the driver
+  (`commit._expired`): the procedure is a Spark action that lists every file of every
+  snapshot in Spark jobs, 0.9-1.1 s for a TPC-H state on two cores, once every ~11 runs of a
+  state rebuilt in place.
 
 Why these thresholds. A compaction rewrites the state and costs a few seconds of commits and
 Spark jobs (about 1 s for `rewrite_data_files` on a small state, two cores), an expiry 2-10 s (Iceberg reads the manifests of every
