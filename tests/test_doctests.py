@@ -43,6 +43,7 @@ def test_the_package_has_examples():
         "bench.options",
         "bench.report.figures",
         "bench.report.targets",
+        "bench.rounds",
     ],
 )
 def test_examples_hold(name: str):
