@@ -109,8 +109,7 @@ def _files(p: SmallProject, model: str) -> dict[str, int]:
     state = f"{SCHEMA}.{model}__ivm_state"
     counts = dict(p.sql(f"SELECT content, count(*) FROM {state}.files GROUP BY content"))
     (snapshots,) = p.sql(f"SELECT count(*) FROM {state}.snapshots")[0]
-    details = {str(r[0]).strip(): str(r[1]) for r in p.sql(f"DESCRIBE TABLE EXTENDED {state}")}
-    location = Path(details["Location"].removeprefix("file:"))
+    location = _location(p, state)
     return {
         "data": int(counts.get(0, 0)),
         "deletes": int(counts.get(1, 0)) + int(counts.get(2, 0)),
@@ -136,12 +135,17 @@ def _assert_refreshed(result: dbtRunnerResult, where: str) -> None:
             assert f"+{counts[0]} ~{counts[1]} -{counts[2]}" in str(r.message), (where, response)
 
 
+def _location(p: SmallProject, table: str) -> Path:
+    """The table's folder (a local warehouse)."""
+    details = {str(r[0]).strip(): str(r[1]) for r in p.sql(f"DESCRIBE TABLE EXTENDED {table}")}
+    return Path(details["Location"].removeprefix("file:"))
+
+
 def _unreferenced(p: SmallProject, model: str) -> list[str]:
     """Files in the state's data folder that no snapshot it keeps references: an expiry
     that dropped snapshots but not the files only they held leaves these behind."""
     state = f"{SCHEMA}.{model}__ivm_state"
-    details = {str(r[0]).strip(): str(r[1]) for r in p.sql(f"DESCRIBE TABLE EXTENDED {state}")}
-    data = Path(details["Location"].removeprefix("file:")) / "data"
+    data = _location(p, state) / "data"
     kept = {
         str(r[0]).removeprefix("file:") for r in p.sql(f"SELECT file_path FROM {state}.all_files")
     }

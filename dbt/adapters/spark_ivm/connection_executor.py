@@ -46,9 +46,14 @@ class ConnectionExecutor:
         return self._statements
 
     def execute(self, statement: str) -> None:
-        self._fresh.clear()  # any statement may write: the next reads refresh
-        self._statements += 1
+        self._wrote()
         self.adapter.connections.add_query(statement, auto_begin=False)
+
+    def _wrote(self) -> None:
+        """A statement ran (it may have written): the next reads refresh, and what the
+        runtime read of tables before it is read again (`statements_run`)."""
+        self._fresh.clear()
+        self._statements += 1
 
     def fetch(self, statement: str) -> list[tuple]:
         """The rows of a statement that reads (a query, DESCRIBE, SHOW): the runtime writes
@@ -186,13 +191,11 @@ class ConnectionExecutor:
             return None
         return session_metadata.snapshot_totals(spark, relation, self._refresh(relation))
 
-    def iceberg_expire(self, relation: str, retain_last: int) -> int | None:
+    def iceberg_expire(self, relation: str, retain_last: int) -> bool | None:
         spark = self._local_session()
         if spark is None:
             return None
-        # A write, as a statement is: what was read of tables before it is read again.
-        self._fresh.clear()
-        self._statements += 1
+        self._wrote()  # it commits
         return session_metadata.expire_snapshots(spark, relation, retain_last)
 
     def iceberg_columns(self, relation: str) -> list[tuple[str, str]] | None:

@@ -261,11 +261,11 @@ def snapshot_totals(
         return None
 
 
-def expire_snapshots(spark: Any, relation: str, retain_last: int) -> int | None:
+def expire_snapshots(spark: Any, relation: str, retain_last: int) -> bool | None:
     """Expire the table's snapshots older than its current one but the newest `retain_last`,
     deleting the files no kept snapshot references, through Iceberg's table API in the
-    driver; the number of snapshots expired. None where the relation is not a catalog
-    Iceberg table (the caller then calls `expire_snapshots` in SQL); a failed commit raises.
+    driver (True). None where the relation is not a catalog Iceberg table (the caller then
+    calls `expire_snapshots` in SQL); a failed commit raises.
 
     The procedure does the same as a Spark action: it lists every file of the kept and the
     expired snapshots in Spark jobs, 1.1-1.6 s for a table of 16 small snapshots on two cores
@@ -276,12 +276,11 @@ def expire_snapshots(spark: Any, relation: str, retain_last: int) -> int | None:
         return None
     current = table.currentSnapshot()
     if current is None:
-        return 0
-    before = int(table.operations().current().snapshots().size())
+        return True  # nothing to expire
     expire = table.expireSnapshots()
     _reachable_cleanup(spark, expire)
     expire.expireOlderThan(current.timestampMillis()).retainLast(retain_last).commit()
-    return before - int(table.operations().current().snapshots().size())
+    return True
 
 
 def _reachable_cleanup(spark: Any, expire: Any) -> bool:

@@ -110,9 +110,9 @@ class SnapshotExpirer(Protocol):
     """An executor that can expire a table's old snapshots without a Spark job (the session
     method, `session_metadata.expire_snapshots`)."""
 
-    def iceberg_expire(self, relation: str, retain_last: int) -> int | None:
-        """Expire the snapshots older than the current one but the newest `retain_last`; how
-        many went, or None where it cannot (then `upkeep.expire_sql` in SQL). Counts as a
+    def iceberg_expire(self, relation: str, retain_last: int) -> bool | None:
+        """Expire the snapshots older than the current one but the newest `retain_last`
+        (True), or None where it cannot (then `upkeep.expire_sql` in SQL). Counts as a
         statement (`StatementCounter`): it commits."""
         ...
 
