@@ -31,7 +31,7 @@ from bench import changes, datagen
 from bench.dbt_runs import environment_variables
 from bench.options import BENCH_DIR
 from bench.options import parse_args as parse_bench_args
-from bench.run import MODELS, REFRESH_ENV, Benchmark
+from bench.run import MODELS, Benchmark, bench_variables
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -172,13 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir=args.workdir,
         refresh=args.refresh,
     )
-    variables = {
-        "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
-        "SPARK_IVM_BENCH_DRIVER_MEMORY": "12g",
-        "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": "8",
-        "DBT_SPARK_IVM_TIMINGS": "1",
-        REFRESH_ENV: args.refresh,
-    }
+    variables = bench_variables(bench_args)
     if args.aux_states:
         variables["DBT_SPARK_IVM_AUX_STATES"] = args.aux_states
     recorder = Recorder()

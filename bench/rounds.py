@@ -24,9 +24,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench import datagen
 from bench.dbt_runs import environment_variables
 from bench.options import parse_args as parse_bench_args
-from bench.run import REFRESH_ENV, Benchmark
+from bench.run import Benchmark, bench_variables
+from dbt.adapters.spark_ivm.compiler.runtime.cost import Policy
 
 #: Step labels of a run's upkeep (`runtime/commit.py`), as its timings name them.
 UPKEEP_STEPS = ("expire", "compact", "upkeep")
@@ -40,10 +42,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=14)
     parser.add_argument("--start-round", type=int, default=100)
     parser.add_argument("--fraction", type=float, default=0.001)
-    parser.add_argument(
-        "--base-write-mode", choices=("copy-on-write", "merge-on-read"), default="merge-on-read"
-    )
-    parser.add_argument("--refresh", choices=("auto", "incremental", "full"), default="full")
+    parser.add_argument("--base-write-mode", choices=datagen.WRITE_MODES, default="merge-on-read")
+    parser.add_argument("--refresh", choices=[p.value for p in Policy], default=Policy.FULL.value)
     parser.add_argument("--out", type=Path, required=True, help="JSON of every run")
     return parser.parse_args(argv)
 
@@ -77,13 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.fraction:g}",
             "--scale-sfs",
             "",
+            "--refresh",
+            args.refresh,
         ]
     )
-    variables = {
-        "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
-        "DBT_SPARK_IVM_TIMINGS": "1",
-        REFRESH_ENV: args.refresh,
-    }
+    variables = bench_variables(bench_args)
     models = args.models.split(",")
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in models}
     with environment_variables(variables):

@@ -465,18 +465,24 @@ class Benchmark:
                     self.steady(self.results["runs"][-1], sf, steady, self.args.steady_fraction)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; 0 when every figure was measured and every check passed."""
-    args = parse_args(argv)
-    command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
-    args.out.mkdir(parents=True, exist_ok=True)
-    variables = {
+def bench_variables(args: argparse.Namespace) -> dict[str, str]:
+    """The environment of the bench project's dbt runs (`bench/project/profiles.yml`) for the
+    benchmark's options: the work directory's Spark, per-statement timings, the policy."""
+    return {
         "SPARK_IVM_BENCH_HOME": str((args.workdir / "ivm_home").resolve()),
         "SPARK_IVM_BENCH_DRIVER_MEMORY": args.driver_memory,
         "SPARK_IVM_BENCH_SHUFFLE_PARTITIONS": str(args.shuffle_partitions),
         "DBT_SPARK_IVM_TIMINGS": "1",
         REFRESH_ENV: args.refresh,
     }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 when every figure was measured and every check passed."""
+    args = parse_args(argv)
+    command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
+    args.out.mkdir(parents=True, exist_ok=True)
+    variables = bench_variables(args)
     try:
         bench = Benchmark(args)
     except BenchError as exc:
