@@ -51,6 +51,7 @@ from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
     MetadataReader,
+    StatementCounter,
     is_iceberg,
     relation_properties,
     view_properties,
@@ -152,6 +153,9 @@ class ChainMaintainer:
         views."""
         if base and relation in self.known:
             return self.known[relation]
+        views = None if base else self._views_read()
+        if views is not None and relation in views:
+            return views[relation]
         start = time.monotonic()
         try:
             if base:
@@ -159,11 +163,23 @@ class ChainMaintainer:
             else:
                 found = view_properties(self.executor, relation)
         except Exception:  # noqa: BLE001 - no such relation
-            return None
+            found = None
         finally:
             self.timings.append(("properties", time.monotonic() - start))
-        self.known[relation] = found
+        if views is not None:
+            views[relation] = found
+        if found is not None:
+            self.known[relation] = found
         return found
+
+    def _views_read(self) -> dict[str, dict[str, str] | None] | None:
+        """The view properties read since the executor's last statement (`HeadsRead`): the
+        no-change check and the walk read the model's and its stages' views again; None
+        where the executor counts no statements."""
+        if not isinstance(self.executor, StatementCounter):
+            return None
+        self.heads_read.still(self.executor.statements_run())
+        return self.heads_read.views
 
     def read_views(self, props: dict[str, str]) -> None:
         """Replace the views the model reads by their queries (`inputs.read_views`)."""

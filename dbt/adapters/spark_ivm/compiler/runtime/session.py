@@ -63,12 +63,25 @@ class HeadsRead:
     #: The same for snapshot totals (`Session.snapshot_totals`): the count of a state just
     #: written and its upkeep read the same summary.
     totals: dict[str, tuple[int, dict[str, str]]] = field(default_factory=dict)
+    #: And view properties by view (None: no such view), read by the model's runner
+    #: (`chain.py`) before the walk and again in it.
+    views: dict[str, dict[str, str] | None] = field(default_factory=dict)
 
     def still(self, statements: int) -> dict[str, Head]:
-        """The heads read, emptied (with the totals) where a statement ran since they were."""
+        """The heads read, emptied (with the totals and views) where a statement ran since
+        they were.
+
+        >>> read = HeadsRead()
+        >>> _ = read.still(3); read.views["db.v"] = {"ivm.stages": "2"}
+        >>> read.still(3) is read.heads, read.views  # no statement since: all stands
+        (True, {'db.v': {'ivm.stages': '2'}})
+        >>> _ = read.still(4); read.views  # one ran: read again
+        {}
+        """
         if statements != self.statements:
             self.heads.clear()
             self.totals.clear()
+            self.views.clear()
             self.statements = statements
         return self.heads
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Self
 
 from dbt.adapters.spark_ivm.compiler.frontend.canonical import comparable_sql
@@ -24,6 +25,13 @@ DETACHED = "detached"
 
 def _sha(version: str, text: str) -> str:
     return hashlib.sha256(f"{version}\n{text}".encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=64)
+def _digests(text: str, version: str) -> tuple[str, str]:
+    """The canonical and raw-text digests of `text`, computed once a process: a staged
+    model's run asks for its SQL's six times, and the canonical form is a sqlglot parse."""
+    return _sha(version, comparable_sql(text)), _sha(version, text.strip())
 
 
 class SqlDigest(str):
@@ -50,7 +58,7 @@ class SqlDigest(str):
     @classmethod
     def of(cls, text: str, version: str) -> SqlDigest:
         """The digest of `text` for state format `version`."""
-        return cls(_sha(version, comparable_sql(text)), _sha(version, text.strip()))
+        return cls(*_digests(text, version))
 
     def accepts(self, recorded: str | None) -> bool:
         """Is `recorded` (a digest a state records) this SQL's, by either formula?"""
