@@ -50,14 +50,11 @@ from dbt.adapters.spark_ivm.compiler.runtime.chain_states import (
 from dbt.adapters.spark_ivm.compiler.runtime.config_change import OnChange, held, sql_change
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
-    MetadataReader,
-    StatementCounter,
     is_iceberg,
-    relation_properties,
-    view_properties,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Outcome
 from dbt.adapters.spark_ivm.compiler.runtime.refresh import Maintainer, sql_hash
+from dbt.adapters.spark_ivm.compiler.runtime.relation_reads import RelationReads
 from dbt.adapters.spark_ivm.compiler.runtime.session import HeadsRead, Session
 from dbt.adapters.spark_ivm.compiler.runtime.state_meta import SqlDigest
 from dbt.adapters.spark_ivm.compiler.runtime.view import MODEL_SQL, ViewDocs
@@ -147,39 +144,13 @@ class ChainMaintainer:
         return Maintainer(**{**base, **kwargs})
 
     def properties_of(self, relation: str, base: bool = False) -> dict[str, str] | None:
-        """The relation's properties (None: no such relation), kept for the maintainers.
-        A `base` relation is mostly an Iceberg table, read from the catalog without a
-        statement where the session allows, and once a run; the model's own relations are
-        views."""
-        if base and relation in self.known:
-            return self.known[relation]
-        views = None if base else self._views_read()
-        if views is not None and relation in views:
-            return views[relation]
-        start = time.monotonic()
-        try:
-            if base:
-                found = relation_properties(self.executor, relation)
-            else:
-                found = view_properties(self.executor, relation)
-        except Exception:  # noqa: BLE001 - no such relation
-            found = None
-        finally:
-            self.timings.append(("properties", time.monotonic() - start))
-        if views is not None:
-            views[relation] = found
-        if found is not None:
-            self.known[relation] = found
-        return found
+        """The relation's properties, None where there is no such relation
+        (`RelationReads.properties_of`)."""
+        return self.reads().properties_of(relation, base)
 
-    def _views_read(self) -> dict[str, dict[str, str] | None] | None:
-        """The view properties read since the executor's last statement (`HeadsRead`): the
-        no-change check and the walk read the model's and its stages' views again; None
-        where the executor counts no statements."""
-        if not isinstance(self.executor, StatementCounter):
-            return None
-        self.heads_read.still(self.executor.statements_run())
-        return self.heads_read.views
+    def reads(self) -> RelationReads:
+        """What this run reads of the relations around the model, kept where it stands."""
+        return RelationReads(self.executor, self.timings, self.known, self.heads_read)
 
     def read_views(self, props: dict[str, str]) -> None:
         """Replace the views the model reads by their queries (`inputs.read_views`)."""
@@ -192,30 +163,13 @@ class ChainMaintainer:
                 self.target.schema.lower(),
                 self.model,
                 props.get(views.VIEWS),
-                self._is_iceberg_table,
+                self.reads().is_iceberg_table,
             )
         finally:
             self.timings.append(("views", time.monotonic() - start))
         self.view_digests, self.views_changed = found.digests, found.changed
         if found.expanded_sql is not None:
             self.compiled_sql = found.expanded_sql
-
-    def _is_iceberg_table(self, relation: str) -> bool:
-        """Is `relation` an Iceberg table (so not a view)? Asked of the session's catalog
-        only, where that takes no statement (a view, or any relation through thrift: not
-        known, and its database's views are listed as before); the properties found are
-        kept for `copy_bases`."""
-        if not isinstance(self.executor, MetadataReader):
-            return False
-        found = self.known.get(relation)
-        if found is None:
-            start = time.monotonic()
-            found = self.executor.iceberg_properties(relation)
-            self.timings.append(("properties", time.monotonic() - start))
-            if found is None:
-                return False
-            self.known[relation] = found
-        return is_iceberg(found)
 
     def copy_bases(self, sync: bool = True) -> dict[str, str]:
         """Read every base relation that keeps no snapshots through an Iceberg copy brought
