@@ -29,6 +29,7 @@ from support.small_project import SmallProject
 from support.targets import SESSION
 
 from bench.dbt_runs import STEP_LINE
+from dbt.adapters.spark_ivm.compiler.runtime import cost
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, PAUSE_ENV, REBUILD_STEP
 from dbt.adapters.spark_ivm.connection_executor import ConnectionExecutor
 from dbt.adapters.spark_ivm.jinja_api import TIMINGS_ENV
@@ -104,8 +105,13 @@ def _is_view(p: SmallProject, name: str) -> bool:
     return name in {str(r[1]) for r in p.sql(f"SHOW VIEWS IN {SCHEMA}")}
 
 
-def test_auto_refreshes_a_small_change_and_rebuilds_a_rewrite_in_place(project: SmallProject):
+def test_auto_refreshes_a_small_change_and_rebuilds_a_rewrite_in_place(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+):
     p = project
+    # These tables are tiny: a refresh of them is its statements' fixed cost, which the
+    # prior counts (`cost.overhead`); this test is of the rest of the rule and counts none.
+    monkeypatch.setenv(cost.STATEMENT_SECONDS_ENV, "0")
     _write(p, "agg", "auto", AGG_SQL)
     (p.root / "models" / "over.sql").write_text(_config("incremental") + OVER_SQL)
     built = _message(p, "agg", "over")
@@ -142,6 +148,34 @@ def test_auto_refreshes_a_small_change_and_rebuilds_a_rewrite_in_place(project: 
     _equal(p, "agg", AGG_SQL)
     _equal(p, "over", OVER_PLAIN)
     assert p.dbt("test", "--select", "agg").success
+
+
+def test_auto_counts_the_statements_a_refresh_would_run_before_any_was_timed(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+):
+    """Before a refresh is timed, the estimate of one is its statements' fixed cost (a
+    capture per changed input, the delta, the commit) plus its share of the rebuild: where
+    the statements cost more than the rebuild, a one-row change is rebuilt in place."""
+    p = project
+    _write(p, "prior", "auto", AGG_SQL.replace("max(x) as mx", "min(x) as mn"))
+    assert _message(p, "prior")["prior"].startswith("built")
+    monkeypatch.setenv(cost.STATEMENT_SECONDS_ENV, "60")
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('a', 2000)")
+    done = _message(p, "prior")["prior"]
+    # one changed input: its capture and checkpoint, the delta, the commit; and its share
+    assert done.startswith("rebuilt in place"), done
+    found = re.search(r"est\. refresh ([0-9.]+) s \(no refresh timed yet\)", done)
+    assert found and float(found.group(1)) >= 4 * 60, done
+    _equal(p, "prior", AGG_SQL.replace("max(x) as mx", "min(x) as mn"))
+    monkeypatch.setenv(cost.STATEMENT_SECONDS_ENV, "soon")
+    p.sql(f"INSERT INTO {SCHEMA}.base VALUES ('b', 2001)")
+    failed = p.dbt("run", "--select", "prior")
+    said = [str(r.message) for r in failed.result.results] if failed.result else []
+    assert not failed.success, said
+    assert any("DBT_SPARK_IVM_STATEMENT_SECONDS = 'soon' is not a number" in m for m in said)
+    monkeypatch.delenv(cost.STATEMENT_SECONDS_ENV)  # and the next run is exact
+    assert _message(p, "prior")["prior"].startswith(("refreshed", "rebuilt in place"))
+    _equal(p, "prior", AGG_SQL.replace("max(x) as mx", "min(x) as mn"))
 
 
 def test_full_rebuilds_each_changed_run_in_place_sub_query_states_too(project: SmallProject):
@@ -416,6 +450,7 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(
     refresh as one of its change size that cost its run up to the turn plus a rebuild: the
     next such delete is rebuilt at once, by the estimates, without a delta."""
     p = project
+    monkeypatch.setenv(cost.STATEMENT_SECONDS_ENV, "0")  # as in the first test of auto
     p.base_table("spread", "k string, x int")
     for batch in range(10):  # ten files: one row's delete rewrites a tenth of the bytes
         rows = ", ".join(f"('{'ab'[i % 2]}', {batch * 10 + i})" for i in range(10))

@@ -15,7 +15,17 @@ that delete file points at, which the version diff reads at both versions):
     refresh(c)     = seconds of past refreshes at change size c, linear between the two
                      nearest sizes, the smallest refresh's seconds below them, and
                      proportional above the largest
-    refresh(c)     = rebuild(now) * 2 * c / inputs(now)       (no refresh timed yet)
+    refresh(c)     = overhead(k) + rebuild(now) * 2 * c / inputs(now)
+                                                  (no refresh timed yet; k inputs changed)
+    overhead(k)    = (2 * k + 2) * statement seconds
+
+The overhead is the prior's account of a refresh's statements, which cost before they read
+anything (planning, a Spark job, a commit): per changed input its capture and the local
+checkpoint that keeps it, then the delta and the commit. A statement's seconds are
+`STATEMENT_SECONDS` (measured on the benchmark's 2 cores), else `DBT_SPARK_IVM_STATEMENT_SECONDS`
+where set. Without it a state whose rebuild takes a second was promised a refresh of a
+tenth of that for a small change and took six (TPC-H q11's first stage at SF 1, 2026-12-06),
+and, the history keeping `KEEP` runs, again each time its last refresh fell out of them.
 
 and the policy (`ivm_refresh`) picks: `auto` rebuilds where the refresh's estimate exceeds
 the rebuild's, `incremental` always refreshes, `full` always rebuilds. Either estimate unknown
@@ -39,17 +49,23 @@ guide to a rebuild's cost.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot, lineage
+from dbt.adapters.spark_ivm.compiler.errors import IvmError
 from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord, TableMetadata
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
 
 #: Runs a state remembers.
 KEEP = 8
+#: Seconds a refresh's statement costs before it reads data (module docstring): 0.15-0.4 s a
+#: statement of a refresh at SF 1 on the benchmark's 2 cores.
+STATEMENT_SECONDS = 0.25
+STATEMENT_SECONDS_ENV = "DBT_SPARK_IVM_STATEMENT_SECONDS"
 #: A run's mode: a build from nothing (first run, changed SQL), a rebuild in place (chosen
 #: by the policy), a refresh.
 BUILD, REBUILD, REFRESH = "build", "rebuild", "refresh"
@@ -326,8 +342,40 @@ class Estimate:
         return f"est. refresh {show(self.refresh)} ({self.basis}), rebuild {show(self.rebuild)}"
 
 
-def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
-    """Refresh and rebuild seconds for a change of `change` bytes over `inputs` bytes.
+def statement_seconds() -> float:
+    """The seconds of one statement the prior counts (`STATEMENT_SECONDS`, else the
+    environment's `DBT_SPARK_IVM_STATEMENT_SECONDS`, a number of seconds at least 0).
+
+    >>> statement_seconds()
+    0.25
+    """
+    found = os.environ.get(STATEMENT_SECONDS_ENV)
+    if found is None:
+        return STATEMENT_SECONDS
+    try:
+        seconds = float(found)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise IvmError(
+            f"{STATEMENT_SECONDS_ENV} = {found!r} is not a number of seconds (0 or more)."
+        )
+    return seconds
+
+
+def overhead(changed: int) -> float:
+    """What a refresh of `changed` changed inputs costs before it reads any data, by the
+    prior: a capture and its checkpoint per input, the delta, the commit.
+
+    >>> overhead(3)
+    2.0
+    """
+    return (2 * changed + 2) * statement_seconds()
+
+
+def estimate(runs: Sequence[Run], change: int, inputs: int, fixed: float = 0.0) -> Estimate:
+    """Refresh and rebuild seconds for a change of `change` bytes over `inputs` bytes;
+    `fixed`: the prior's overhead of a refresh (`overhead`), counted until one is timed.
 
     >>> runs = [Run("build", 0, 10.0, 0, 1000), Run("refresh", 1, 2.0, 10, 1000),
     ...         Run("refresh", 2, 6.0, 50, 1000)]
@@ -337,6 +385,10 @@ def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
     60.0
     >>> estimate(runs[:1], 300, 1000)  # no refresh timed: a prior from the build
     Estimate(refresh=6.0, rebuild=10.0, basis='no refresh timed yet', untimed=True)
+    >>> estimate(runs[:1], 300, 1000, fixed=2.0).refresh  # and its statements' overhead
+    8.0
+    >>> estimate(runs, 30, 2000, fixed=2.0).refresh  # a timed refresh has it in its seconds
+    4.0
     >>> estimate([*runs, Run("rebuild", 3, 4.0, 0, 1000)], 30, 1000).rebuild
     4.0
     """
@@ -356,7 +408,8 @@ def estimate(runs: Sequence[Run], change: int, inputs: int) -> Estimate:
     if not points:
         if rebuild is None or inputs <= 0:
             return Estimate(None, rebuild, "no refresh timed yet", untimed)
-        return Estimate(rebuild * 2 * change / inputs, rebuild, "no refresh timed yet", untimed)
+        prior = fixed + rebuild * 2 * change / inputs
+        return Estimate(prior, rebuild, "no refresh timed yet", untimed)
     basis = f"{len(points)} timed refresh{'es' if len(points) > 1 else ''}"
     return Estimate(_interpolate(points, change), rebuild, basis, untimed)
 
@@ -392,8 +445,15 @@ def weigh(policy: Policy, runs: Sequence[Run], found: Sequence[Change], inputs: 
 
     >>> weigh(Policy.AUTO, [Run("build", 0, 1.0, 0, 100)], [Change("db.t", 90, 100)], 100).rebuild
     True
+
+    A small change of three inputs of a state that rebuilds in 0.9 s: its refresh's eight
+    statements cost more than that, before reading anything.
+
+    >>> small = [Change(f"db.t{i}", 1, 100) for i in range(3)]
+    >>> weigh(Policy.AUTO, [Run("build", 0, 0.9, 0, 300)], small, 300).why
+    "the change's files are 1 % of db.t0's bytes; est. refresh 2.0 s (no refresh timed yet), rebuild 0.9 s"
     """
-    guess = estimate(runs, sum(c.bytes for c in found), inputs)
+    guess = estimate(runs, sum(c.bytes for c in found), inputs, overhead(len(found)))
     return replace(choose(policy, guess, found), guess=guess)
 
 
