@@ -4,7 +4,7 @@ change it reads from snapshot summaries, and what each policy picks."""
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot
-from dbt.adapters.spark_ivm.compiler.runtime import cost
+from dbt.adapters.spark_ivm.compiler.runtime import cost, run_history
 from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord, TableMetadata
 
 
@@ -13,27 +13,33 @@ def _table(*snapshots: Snapshot) -> TableMetadata:
 
 
 def test_the_history_keeps_the_last_runs_and_survives_damage() -> None:
-    runs = [cost.Run("refresh", n, 1.0, n, 100) for n in range(cost.KEEP)]
-    kept = cost.remembered(runs, cost.Run("refresh", 99, None, 5, 100))
-    assert len(kept) == cost.KEEP and kept[-1]["started_ms"] == 99 and kept[0]["started_ms"] == 1
+    runs = [run_history.Run("refresh", n, 1.0, n, 100) for n in range(run_history.KEEP)]
+    kept = run_history.remembered(runs, run_history.Run("refresh", 99, None, 5, 100))
+    assert (
+        len(kept) == run_history.KEEP
+        and kept[-1]["started_ms"] == 99
+        and kept[0]["started_ms"] == 1
+    )
     recorded = {"runs": [*kept, {"mode": "refresh"}, "junk"]}  # edited by hand
-    assert [r.started_ms for r in cost.history(recorded)] == [r["started_ms"] for r in kept]
-    assert cost.history({}) == [] and cost.history({"runs": "x"}) == []
+    assert [r.started_ms for r in run_history.history(recorded)] == [r["started_ms"] for r in kept]
+    assert run_history.history({}) == [] and run_history.history({"runs": "x"}) == []
 
 
 def test_the_rows_and_snapshots_a_run_records_are_additive_keys() -> None:
     old = {"mode": "refresh", "started_ms": 7, "seconds": 1.5, "change": 10, "inputs": 90}
-    run = cost.Run("refresh", 7, 1.5, 10, 90, (1, 2, 3), (("db.t", 41),))
+    run = run_history.Run("refresh", 7, 1.5, 10, 90, (1, 2, 3), (("db.t", 41),))
     # what a version before them reads of a record with them is all there, unchanged
     assert {k: run.json()[k] for k in old} == old
     # a record without them reads as not known; one damaged there keeps the rest
-    assert cost.Run.parse(old) == cost.Run("refresh", 7, 1.5, 10, 90)
-    assert cost.Run.parse({**old, "inserted": "x", "snapshots": [1]}) == cost.Run.parse(old)
+    assert run_history.Run.parse(old) == run_history.Run("refresh", 7, 1.5, 10, 90)
+    assert run_history.Run.parse(
+        {**old, "inserted": "x", "snapshots": [1]}
+    ) == run_history.Run.parse(old)
     # the bound holds with them: the last build and the last `KEEP` runs
-    runs = [cost.Run("build", 0, 1.0, rows=(4, 0, 0))] + [run] * cost.KEEP
-    kept = cost.remembered(runs, run)
-    assert len(kept) == cost.KEEP + 1 and kept[0]["inserted"] == 4
-    assert cost.history({"runs": kept})[-1] == run
+    runs = [run_history.Run("build", 0, 1.0, rows=(4, 0, 0))] + [run] * run_history.KEEP
+    kept = run_history.remembered(runs, run)
+    assert len(kept) == run_history.KEEP + 1 and kept[0]["inserted"] == 4
+    assert run_history.history({"runs": kept})[-1] == run
 
 
 def test_the_change_is_the_bytes_its_commits_added_and_removed() -> None:
@@ -77,13 +83,13 @@ def test_a_merge_on_read_change_counts_the_data_files_its_deletes_point_at() -> 
     assert spread == [cost.Change("db.t", 100 + 2 * 10_100, 10_100)]
     assert one == [cost.Change("db.t", 1 + 2 * 100, 10_001)]
     # the build took 4 s: auto rebuilds the spread change, refreshes the one
-    built = [cost.Run("build", 0, 4.0, 0, 10_000)]
+    built = [run_history.Run("build", 0, 4.0, 0, 10_000)]
     assert cost.weigh(cost.Policy.AUTO, built, spread, 10_100).rebuild
     assert not cost.weigh(cost.Policy.AUTO, built, one, 10_001).rebuild
 
 
 def test_each_policy_picks_as_documented() -> None:
-    runs = [cost.Run("build", 0, 2.0, 0, 1000), cost.Run("refresh", 1, 6.0, 20, 1000)]
+    runs = [run_history.Run("build", 0, 2.0, 0, 1000), run_history.Run("refresh", 1, 6.0, 20, 1000)]
     small, large = cost.estimate(runs, 5, 1000), cost.estimate(runs, 900, 1000)
     assert small.refresh == 6.0 and large.refresh == 6.0 * 900 / 20
     change = [cost.Change("db.t", 900, 1000)]
@@ -122,14 +128,14 @@ def test_an_earlier_state_leaves_its_rebuild_to_the_model_only_where_the_model_w
     heads = {"db.t": Head("m3.json", 3)}
     bases = {"db.t": BaseRecord.of({"bytes": 101})}
     timed = [
-        cost.Run("build", 0, 1.0, 0, 100),
-        cost.Run("rebuild", 1, 1.0, 0, 100),
-        cost.Run("refresh", 2, 0.2, 2, 100),
+        run_history.Run("build", 0, 1.0, 0, 100),
+        run_history.Run("rebuild", 1, 1.0, 0, 100),
+        run_history.Run("refresh", 2, 0.2, 2, 100),
     ]
     session = SimpleNamespace(model="m__ivm_s0", log=print, recompute_instead=None)
 
     def rebuild(
-        runs: list[cost.Run], since: dict[str, int | None] | None, state: StateMeta = meta
+        runs: list[run_history.Run], since: dict[str, int | None] | None, state: StateMeta = meta
     ) -> Rebuild:
         with pytest.raises(Rebuild) as raised:
             choice.choose(
@@ -154,7 +160,7 @@ def test_an_earlier_state_leaves_its_rebuild_to_the_model_only_where_the_model_w
     # 1.0 s rebuild: it rebuilds to time one.
     behind = StateMeta.parse('{"watermarks": {"db.t": 2}}', None)
     assert behind is not None
-    untimed = [cost.Run("build", 0, 1.0, 0, 100), cost.Run("refresh", 2, 0.6, 2, 100)]
+    untimed = [run_history.Run("build", 0, 1.0, 0, 100), run_history.Run("refresh", 2, 0.6, 2, 100)]
     exploring = rebuild(untimed, None, behind)
     assert exploring.reason.startswith("timing a rebuild") and not exploring.deferrable
     # Behind a rebuild past at snapshot 2, with the same history: its own window is rebuilt

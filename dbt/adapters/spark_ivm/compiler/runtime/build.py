@@ -28,6 +28,7 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
     cost,
     facts,
     from_bases,
+    run_history,
     view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import REBUILD_STEP, REPLACED_STEP
@@ -39,7 +40,9 @@ from dbt.adapters.spark_ivm.compiler.sql.layout import Layout
 
 #: The metadata row a build commits, given the snapshots it pinned, what it trusts of each
 #: base (`base_tables.fingerprint`) and its run's record (`state_meta.written`).
-BuildMeta = Callable[[dict[str, int | None], dict[str, base_tables.BaseRecord], cost.Run], str]
+BuildMeta = Callable[
+    [dict[str, int | None], dict[str, base_tables.BaseRecord], run_history.Run], str
+]
 
 
 def partition_columns(plan: Plan, layout: Layout, model: str) -> list[str]:
@@ -140,7 +143,7 @@ def write_state(
     session: Session,
     plan: Plan,
     meta_row: BuildMeta,
-    run: cost.Run,
+    run: run_history.Run,
     *,
     in_place: bool,
     replace: bool,
@@ -159,7 +162,9 @@ def write_state(
     state = session.target.state
     computed = past.computed if past is not None else {}
     versions = render.Versions(old={}, new=pinned, logs={}, live=live, computed=computed)
-    recorded = with_fields(run, inputs=cost.input_bytes(bases), snapshots=cost.reflecting(pinned))
+    recorded = with_fields(
+        run, inputs=cost.input_bytes(bases), snapshots=run_history.reflecting(pinned)
+    )
     meta = meta_row(pinned, bases, recorded)
     select = _whole(session, plan, meta, pinned, live, past)
     own_sql = select is not None
@@ -188,7 +193,7 @@ def build(
     plan: Plan,
     meta_row: BuildMeta,
     reason: str,
-    run: cost.Run,
+    run: run_history.Run,
     *,
     in_place: bool,
     existing: str | None,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, recompute_cost
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, cost, recompute_cost, run_history
 from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord
 from dbt.adapters.spark_ivm.compiler.runtime.outcome import Rebuild
 from dbt.adapters.spark_ivm.compiler.runtime.session import Head, Session
@@ -24,7 +24,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def history(session: Session, meta: StateMeta) -> list[cost.Run]:
+def history(session: Session, meta: StateMeta) -> list[run_history.Run]:
     """The state's recorded runs, the last one timed by the state's last commit and, a
     build, counted by the state's rows where the JVM reads them without a Spark job (read
     only when a base changed: a run that finds no change reads one head per base)."""
@@ -33,9 +33,9 @@ def history(session: Session, meta: StateMeta) -> list[cost.Run]:
         committed = session.current_heads([state])[state].updated_ms
     except Exception:  # noqa: BLE001 - the refresh finds out what is wrong with the state
         committed = None
-    runs = cost.timed(cost.history(meta.recorded), committed)
-    if cost.uncounted(runs):
-        runs = cost.counted(runs, session.summary_rows())
+    runs = run_history.timed(run_history.history(meta.recorded), committed)
+    if run_history.uncounted(runs):
+        runs = run_history.counted(runs, session.summary_rows())
     return runs
 
 
@@ -57,14 +57,14 @@ def rebuild_started(started_ms: int, chose_ms: int | None, rebuilt_ms: int) -> i
 def choose(
     session: Session,
     policy: cost.Policy,
-    runs: list[cost.Run],
+    runs: list[run_history.Run],
     started_ms: int,
     meta: StateMeta,
     heads: dict[str, Head],
     metadata: dict[str, base_tables.TableMetadata],
     bases: dict[str, BaseRecord],
     since: Callable[[], dict[str, int | None] | None] | None = None,
-) -> cost.Run:
+) -> run_history.Run:
     """The record of a run that refreshes; `Rebuild` (in place) where the policy or the
     estimates say rebuild (`cost.py`). Reads nothing: the changed inputs' metadata is read
     already. A refresh leaves the session the rule that turns a recompute of MIN/MAX value
@@ -76,10 +76,10 @@ def choose(
     rebuild is left to the model's state (deferrable) only where the change since them would
     be rebuilt too or is none, else the state catches up, by a rebuild if need be."""
     heads_now = {r: h.snapshot for r, h in heads.items()}
-    reflected = cost.reflecting(heads_now)
+    reflected = run_history.reflecting(heads_now)
     changes = cost.changes(metadata, meta.watermarks, heads_now)
     if changes is None:
-        return cost.Run(cost.REFRESH, started_ms, None, snapshots=reflected)
+        return run_history.Run(run_history.REFRESH, started_ms, None, snapshots=reflected)
     inputs = cost.input_bytes(bases)
     choice = cost.weigh(policy, runs, changes, inputs)
     if choice.rebuild:
@@ -102,4 +102,4 @@ def choose(
     rebuild = choice.guess.rebuild if choice.guess else None
     session.recompute_instead = partial(recompute_cost.weigh, policy, rebuild)
     size = sum(c.bytes for c in changes)
-    return cost.Run(cost.REFRESH, started_ms, None, size, inputs, snapshots=reflected)
+    return run_history.Run(run_history.REFRESH, started_ms, None, size, inputs, snapshots=reflected)

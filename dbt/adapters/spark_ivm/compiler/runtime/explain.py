@@ -50,7 +50,7 @@ from dbt.adapters.spark_ivm.compiler.optimize import aux_state
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.relations import Target
-from dbt.adapters.spark_ivm.compiler.runtime import cost, upkeep
+from dbt.adapters.spark_ivm.compiler.runtime import cost, run_history, upkeep
 from dbt.adapters.spark_ivm.compiler.runtime.chain import ChainMaintainer
 from dbt.adapters.spark_ivm.compiler.runtime.chain_states import AUX_SQL, STAGES, TOP_SQL
 from dbt.adapters.spark_ivm.compiler.runtime.fallback import FALLBACK
@@ -152,19 +152,19 @@ def plan_lines(plan: Plan) -> list[str]:
     return out
 
 
-def run_lines(runs: Sequence[cost.Run]) -> list[str]:
+def run_lines(runs: Sequence[run_history.Run]) -> list[str]:
     """The runs, oldest first, one line each as `ivm_explain` prints them (UTC): mode,
     seconds, state rows +inserted ~updated -deleted, bytes changed, and the snapshots the run
     brought the state to (all for the first run, then those that moved).
 
-    >>> runs = [cost.Run("build", 0, 0.61, 0, 9, (5, 0, 0), (("db.t", 3), ("db.u", 4))),
-    ...         cost.Run("refresh", 61_000, None, 2048, 9, (1, 2, 0), (("db.t", 8), ("db.u", 4)))]
+    >>> runs = [run_history.Run("build", 0, 0.61, 0, 9, (5, 0, 0), (("db.t", 3), ("db.u", 4))),
+    ...         run_history.Run("refresh", 61_000, None, 2048, 9, (1, 2, 0), (("db.t", 8), ("db.u", 4)))]
     >>> print("\\n".join(run_lines(runs)))
     1970-01-01 00:00:00 build 0.6 s, rows +5 ~0 -0; snapshots db.t 3, db.u 4
     1970-01-01 00:01:01 refresh ? s, rows +1 ~2 -0, 2048 bytes changed; snapshots db.t 8
-    >>> run_lines([cost.Run("refresh", 0, 1.0)])  # recorded by an older version
+    >>> run_lines([run_history.Run("refresh", 0, 1.0)])  # recorded by an older version
     ['1970-01-01 00:00:00 refresh 1.0 s']
-    >>> run_lines([cost.Run("refresh", 0, 9.5, 80, turned=True)])
+    >>> run_lines([run_history.Run("refresh", 0, 9.5, 80, turned=True)])
     ['1970-01-01 00:00:00 refresh turned into a rebuild after its delta, est. 9.5 s, 80 bytes changed']
     """
     lines: list[str] = []
@@ -175,7 +175,7 @@ def run_lines(runs: Sequence[cost.Run]) -> list[str]:
         said = [f"{when:%Y-%m-%d %H:%M:%S} {run.mode}{how} {_seconds(run.seconds)} s"]
         if run.rows is not None:
             said.append("rows +{} ~{} -{}".format(*run.rows))
-        if run.mode == cost.REFRESH and run.change:
+        if run.mode == run_history.REFRESH and run.change:
             said.append(f"{run.change} bytes changed")
         moved = [f"{r} {s}" for r, s in run.snapshots if r not in before or before[r] != s]
         before = dict(run.snapshots) or before
@@ -238,9 +238,11 @@ class Explainer:
         if meta is not None:
             relations = sorted(meta.watermarks)
             heads = maintainer.session.current_heads([*relations, target.state])
-            runs = cost.timed(cost.history(meta.recorded), heads.pop(target.state).updated_ms)
+            runs = run_history.timed(
+                run_history.history(meta.recorded), heads.pop(target.state).updated_ms
+            )
             # A build's rows are recorded by the next run; until then they are these.
-            runs = cost.counted(runs, rows)
+            runs = run_history.counted(runs, rows)
             for relation in relations:
                 seen, now = meta.watermarks.get(relation), heads[relation].snapshot
                 where = (
@@ -267,7 +269,11 @@ class Explainer:
             self._say(line, 2)
 
     def _next_run(
-        self, maintainer: Maintainer, meta: StateMeta, heads: dict[str, Head], runs: list[cost.Run]
+        self,
+        maintainer: Maintainer,
+        meta: StateMeta,
+        heads: dict[str, Head],
+        runs: list[run_history.Run],
     ) -> None:
         """What the next run would do with the change waiting, and its estimates."""
         try:

@@ -40,6 +40,7 @@ from dbt.adapters.spark_ivm.compiler.runtime import (
     cost,
     facts,
     logs,
+    run_history,
     view,
 )
 from dbt.adapters.spark_ivm.compiler.runtime.facts import FORMAT_VERSION
@@ -125,7 +126,7 @@ class Maintainer:
     unchanged_facts: dict | None = None
     # The model's `ivm_refresh` (`cost.py`), and the state's runs before this one.
     policy: cost.Policy = cost.Policy.AUTO
-    runs: list[cost.Run] = field(default_factory=list)
+    runs: list[run_history.Run] = field(default_factory=list)
     # An earlier state of a model (`walk.py`): a rebuild in place chosen by the policy is
     # left to the model's state, rebuilt past this one (`RebuildDeferred`, `from_bases.py`).
     defer_rebuild: bool = False
@@ -138,7 +139,7 @@ class Maintainer:
     # When this run chose to refresh (None: it did not): a rebuild that the refresh turns
     # into later (`Session.may_recompute`) is timed from here (`build.build`).
     chose_ms: int | None = None
-    attempt: cost.Run | None = None  # the record of the refresh this run chose
+    attempt: run_history.Run | None = None  # the record of the refresh this run chose
     # The state's row as read earlier in this run, before any commit (`unchanged.py`).
     found: facts.Found | None = None
 
@@ -279,11 +280,13 @@ class Maintainer:
                 plan,
                 pinned,
                 bases,
-                cost.remembered(self.runs, run),
+                run_history.remembered(self.runs, run),
                 self.past.pinned if self.past is not None else None,
             ),
             reason,
-            cost.Run(cost.REBUILD if in_place else cost.BUILD, started_ms, None, 0),
+            run_history.Run(
+                run_history.REBUILD if in_place else run_history.BUILD, started_ms, None, 0
+            ),
             in_place=in_place,
             existing=self.existing,
             publish=self.publish,
@@ -333,7 +336,7 @@ class Maintainer:
         def meta_row(inserted: int, updated: int, deleted: int) -> MetaWrite:
             # The state rows are counted before the commit: the run records them in it.
             done = replace(run, rows=(inserted, updated, deleted))
-            row = written(digest, plan, pinned, bases, cost.remembered(self.runs, done))
+            row = written(digest, plan, pinned, bases, run_history.remembered(self.runs, done))
             wrote.append(row)
             return MetaWrite(read=read, written=row)
 
