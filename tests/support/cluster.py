@@ -9,7 +9,8 @@ both.
 `LoopbackCluster.start()` starts the three processes on free ports, waits until the worker has
 registered and the Thrift server answers a query, and `stop()` ends them (each in its own
 process group, so their children go too). Use it as a context manager; `stop()` also runs at
-interpreter exit, so a failing test run never leaves them behind.
+interpreter exit, and each process ends with the process that started it (`_DIE_WITH_PARENT`),
+so a failing or killed test run never leaves them behind.
 
 Sized for a 2-core machine: the worker offers 3 task slots and 3 GiB; the Thrift server (driver
 3 GiB) takes 2 slots (`spark.cores.max`) and 1 GiB, so a `method: session` driver pointed at
@@ -178,7 +179,7 @@ class LoopbackCluster:
         (self.root / "conf").mkdir(exist_ok=True)
         log = self.log_path(name).open("wb")
         self.processes[name] = subprocess.Popen(
-            args,
+            [*_DIE_WITH_PARENT, *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -375,6 +376,14 @@ class LoopbackCluster:
 
 
 _RUNNING: list[LoopbackCluster] = []
+
+#: Each process gets SIGTERM when the test process that started it dies, however it dies:
+#: `atexit` below runs only on a normal exit, and an xdist worker whose run was killed or
+#: timed out left the master, worker and Thrift server JVMs running (they slowed the next
+#: run twofold). util-linux's `setpriv` sets Linux's parent-death signal, then execs the
+#: command (the JVM keeps it across exec); where it is missing, the atexit stop is all.
+_SETPRIV = shutil.which("setpriv")
+_DIE_WITH_PARENT = [_SETPRIV, "--pdeathsig", "TERM", "--"] if _SETPRIV else []
 
 
 @atexit.register
