@@ -49,13 +49,12 @@ guide to a rebuild's cost.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dbt.adapters.spark_ivm.compiler.capture import Snapshot, lineage
-from dbt.adapters.spark_ivm.compiler.errors import IvmError
+from dbt.adapters.spark_ivm.compiler.environment import number_from_env
 from dbt.adapters.spark_ivm.compiler.runtime.base_tables import BaseRecord, TableMetadata
 from dbt.adapters.spark_ivm.compiler.runtime.run_history import BUILD, KEEP, REBUILD, Run
 from dbt.adapters.spark_ivm.compiler.runtime.settings import model_setting
@@ -185,18 +184,7 @@ def statement_seconds() -> float:
     >>> statement_seconds()
     0.25
     """
-    found = os.environ.get(STATEMENT_SECONDS_ENV)
-    if found is None:
-        return STATEMENT_SECONDS
-    try:
-        seconds = float(found)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:
-        raise IvmError(
-            f"{STATEMENT_SECONDS_ENV} = {found!r} is not a number of seconds (0 or more)."
-        )
-    return seconds
+    return number_from_env(STATEMENT_SECONDS_ENV, STATEMENT_SECONDS, 0.0, "seconds")
 
 
 def overhead(changed: int) -> float:

@@ -15,13 +15,13 @@ the change.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
 
 from dbt.adapters.spark_ivm.compiler.capture import position_deletes, touched_files
 from dbt.adapters.spark_ivm.compiler.capture.position_deletes import Side
+from dbt.adapters.spark_ivm.compiler.environment import number_from_env
 from dbt.adapters.spark_ivm.compiler.runtime.executor import FileScanReader
 from dbt.adapters.spark_ivm.compiler.runtime.session import Session
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql, table
@@ -36,20 +36,12 @@ def min_touched_bytes() -> int:
     reads every window of Parquet position deletes so). Both reads give the same log: the
     tests draw the bound per round, so that random data takes both.
 
-    >>> os.environ[MIN_TOUCHED_BYTES_ENV] = "0"; min_touched_bytes()
+    >>> import os; os.environ[MIN_TOUCHED_BYTES_ENV] = "0"; min_touched_bytes()
     0
     >>> del os.environ[MIN_TOUCHED_BYTES_ENV]; min_touched_bytes() == (8 << 20)
     True
     """
-    raw = os.environ.get(MIN_TOUCHED_BYTES_ENV, "").strip()
-    if not raw:
-        return position_deletes.MIN_TOUCHED_BYTES
-    try:
-        return max(0, int(raw))
-    except ValueError as e:
-        raise ValueError(
-            f"{MIN_TOUCHED_BYTES_ENV} must be a number of bytes (0 or more), not {raw!r}"
-        ) from e
+    return number_from_env(MIN_TOUCHED_BYTES_ENV, position_deletes.MIN_TOUCHED_BYTES, 0, "bytes")
 
 
 def position_scans(

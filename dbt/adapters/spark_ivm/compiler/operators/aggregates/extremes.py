@@ -38,11 +38,11 @@ Built [(3, NULL)]: insert 2 and 3 -> [(2, 1), (3, NULL)]; delete one 3 -> [(2, 1
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dbt.adapters.spark_ivm.compiler.environment import number_from_env
 from dbt.adapters.spark_ivm.compiler.ir import AggKind
 from dbt.adapters.spark_ivm.compiler.operators.aggregates.rule import (
     RECOMPUTE_FLAG,
@@ -64,22 +64,14 @@ RANK = "__ivm_rank"
 def keep_from_env() -> int:
     """How many values a MIN/MAX state keeps per group (`DBT_SPARK_IVM_MIN_MAX_KEEP`, default
     16). Any value is safe to change between runs: lists of any length merge correctly."""
-    return _positive_from_env(KEEP_ENV, KEEP)
+    return number_from_env(KEEP_ENV, KEEP, 1, "values")
 
 
 def sample_from_env() -> int:
     """Rows of the sample a list's bound is read from when a list is computed from the base
     tables (`DBT_SPARK_IVM_MIN_MAX_SAMPLE`, default `SAMPLE_ROWS`; `first_values`). Any
     value gives the same lists; the tests make it small so that the bound cuts."""
-    return _positive_from_env(SAMPLE_ENV, SAMPLE_ROWS)
-
-
-def _positive_from_env(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
-    try:
-        return max(1, int(raw)) if raw.strip() else default
-    except ValueError as e:
-        raise ValueError(f"{name} must be a positive integer, not {raw!r}") from e
+    return number_from_env(SAMPLE_ENV, SAMPLE_ROWS, 1, "rows")
 
 
 @dataclass
