@@ -15,7 +15,7 @@ from dbt.adapters.spark_ivm.compiler.frontend import stages
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, plan
 from dbt.adapters.spark_ivm.compiler.relations import Target
-from dbt.adapters.spark_ivm.compiler.runtime.explain import plan_lines
+from dbt.adapters.spark_ivm.compiler.runtime.explain_lines import plan_lines
 
 SCHEMAS = {
     "db.t": [("k", "string"), ("x", "int")],
