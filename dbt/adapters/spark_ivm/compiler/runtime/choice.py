@@ -33,10 +33,7 @@ def history(session: Session, meta: StateMeta) -> list[run_history.Run]:
         committed = session.current_heads([state])[state].updated_ms
     except Exception:  # noqa: BLE001 - the refresh finds out what is wrong with the state
         committed = None
-    runs = run_history.timed(run_history.history(meta.recorded), committed)
-    if run_history.uncounted(runs):
-        runs = run_history.counted(runs, session.summary_rows())
-    return runs
+    return run_history.as_read(meta.recorded, committed, session.summary_rows)
 
 
 def rebuild_started(started_ms: int, chose_ms: int | None, rebuilt_ms: int) -> int:

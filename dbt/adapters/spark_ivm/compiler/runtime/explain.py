@@ -94,11 +94,9 @@ class Explainer:
         if meta is not None:
             relations = sorted(meta.watermarks)
             heads = maintainer.session.current_heads([*relations, target.state])
-            runs = run_history.timed(
-                run_history.history(meta.recorded), heads.pop(target.state).updated_ms
-            )
             # A build's rows are recorded by the next run; until then they are these.
-            runs = run_history.counted(runs, rows)
+            committed = heads.pop(target.state).updated_ms
+            runs = run_history.as_read(meta.recorded, committed, lambda: rows)
             for relation in relations:
                 seen, now = meta.watermarks.get(relation), heads[relation].snapshot
                 where = (

@@ -11,7 +11,7 @@ however old (`remembered`): it is the only guide to a rebuild's cost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -163,6 +163,22 @@ def counted(runs: Sequence[Run], state_rows: int | None) -> list[Run]:
     if state_rows is None or not uncounted(runs):
         return list(runs)
     return [*runs[:-1], replace(runs[-1], rows=(state_rows, 0, 0))]
+
+
+def as_read(
+    recorded: Mapping[str, Any], committed_ms: int | None, state_rows: Callable[[], int | None]
+) -> list[Run]:
+    """The runs a metadata row remembers as a run reads them: the last one timed by the
+    state's last commit (`timed`) and, a build not counted yet, counted by `state_rows()`
+    (`counted`; asked only then: reading the rows may cost a read of the table).
+
+    >>> recorded = {"runs": [{"mode": "build", "started_ms": 1_000, "seconds": None}]}
+    >>> as_read(recorded, 4_500, lambda: 25)
+    [Run(mode='build', started_ms=1000, seconds=3.5, change=0, inputs=0, rows=(25, 0, 0), \
+snapshots=(), turned=False)]
+    """
+    runs = timed(history(recorded), committed_ms)
+    return counted(runs, state_rows()) if uncounted(runs) else runs
 
 
 def remembered(runs: Sequence[Run], run: Run) -> list[dict[str, Any]]:
