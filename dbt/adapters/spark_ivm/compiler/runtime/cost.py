@@ -276,9 +276,43 @@ def weigh(policy: Policy, runs: Sequence[Run], found: Sequence[Change], inputs: 
     >>> small = [Change(f"db.t{i}", 1, 100) for i in range(3)]
     >>> weigh(Policy.AUTO, [Run("build", 0, 0.9, 0, 300)], small, 300).why
     "the change's files are 1 % of db.t0's bytes; est. refresh 2.0 s (no refresh timed yet), rebuild 0.9 s"
+
+    A state every remembered run rebuilt is said to be a table's work.
+
+    >>> lost = [Run("refresh", 0, 5.0, 3, 300)] + [Run("rebuild", i, 0.9) for i in range(KEEP)]
+    >>> print(weigh(Policy.AUTO, lost, small, 300).why)  # doctest: +ELLIPSIS
+    the change's files ... rebuild 0.9 s; each of its last 8 runs rebuilt it too: \
+materialized='table' would run the model's own SQL with no state to keep
     """
     guess = estimate(runs, sum(c.bytes for c in found), inputs, overhead(len(found)))
-    return replace(choose(policy, guess, found), guess=guess)
+    choice = replace(choose(policy, guess, found), guess=guess)
+    if policy is Policy.AUTO and choice.rebuild and not choice.exploring and rebuilt_only(runs):
+        choice = replace(choice, why=f"{choice.why}; {TABLE_HINT}")
+    return choice
+
+
+#: Said where `auto` rebuilds a state that every run it remembers rebuilt: its refreshes
+#: lose, and a rebuild of the state costs more than the model's table would (its helper
+#: columns, every group of a LIMIT, its reads around the statement: 0.1-0.2 s).
+TABLE_HINT = (
+    f"each of its last {KEEP} runs rebuilt it too: materialized='table' would run the "
+    "model's own SQL with no state to keep"
+)
+
+
+def rebuilt_only(runs: Sequence[Run]) -> bool:
+    """Did each of the last `KEEP` runs (a full history) rebuild the state in place, or
+    turn into a rebuild after its delta?
+
+    >>> rebuilt_only([Run("rebuild", i, 1.0) for i in range(KEEP)])
+    True
+    >>> rebuilt_only([Run("build", 0, 1.0)] + [Run("rebuild", i, 1.0) for i in range(KEEP - 1)])
+    False
+    >>> rebuilt_only([Run("rebuild", i, 1.0) for i in range(KEEP - 1)])  # not a full history
+    False
+    """
+    recent = runs[-KEEP:]
+    return len(recent) == KEEP and all(r.mode == REBUILD or r.turned for r in recent)
 
 
 def choose(policy: Policy, guess: Estimate, changes: Sequence[Change]) -> Choice:
