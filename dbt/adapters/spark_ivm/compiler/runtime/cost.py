@@ -286,8 +286,8 @@ materialized='table' would run the model's own SQL with no state to keep
     """
     guess = estimate(runs, sum(c.bytes for c in found), inputs, overhead(len(found)))
     choice = replace(choose(policy, guess, found), guess=guess)
-    if policy is Policy.AUTO and choice.rebuild and not choice.exploring and rebuilt_only(runs):
-        choice = replace(choice, why=f"{choice.why}; {TABLE_HINT}")
+    if choice.rebuild and not choice.exploring:
+        return replace(choice, why=with_table_hint(choice.why, policy, runs))
     return choice
 
 
@@ -298,6 +298,15 @@ TABLE_HINT = (
     f"each of its last {KEEP} runs rebuilt it too: materialized='table' would run the "
     "model's own SQL with no state to keep"
 )
+
+
+def with_table_hint(why: str, policy: Policy, runs: Sequence[Run]) -> str:
+    """`why` a rebuild is made, with `TABLE_HINT` where `auto` makes it and every run the
+    state remembers rebuilt it (`rebuilt_only`): a flat state's choice (`weigh`), or a
+    model's state rebuilt past its earlier states (`refresh.py`)."""
+    if policy is Policy.AUTO and rebuilt_only(runs):
+        return f"{why}; {TABLE_HINT}"
+    return why
 
 
 def rebuilt_only(runs: Sequence[Run]) -> bool:

@@ -217,6 +217,7 @@ class Maintainer:
         if self.past is not None:
             in_place = reason is None
             reason = reason or self.past.reason
+            reason = cost.with_table_hint(reason, self.policy, self.runs) if in_place else reason
         elif reason is None and meta is not None and meta.detached:
             # Its watermarks of the earlier states' tables are of tables it did not read.
             reason, in_place = DETACHED, True
