@@ -1,12 +1,12 @@
 """environment: the numbers a user may tune through environment variables.
 
-Three knobs are numbers rather than a model's config (`runtime/settings.py` reads those): how
+Four knobs are numbers rather than a model's config (`runtime/settings.py` reads those): how
 many values a MIN/MAX state keeps per group and the sample its bound is read from
 (`operators/aggregates/extremes.py`), the bytes a merge-on-read window's deletes must point at
 to be read by their positions (`runtime/file_reads.py`), and the seconds a statement costs in
 the prior of a refresh never timed (`runtime/cost.py`). Each is read the same way: unset or
 blank is the default; anything that is not a number at least the knob's lowest value fails
-the run before it writes anything, with a message naming the variable and what it takes.
+the run before it commits, with a message naming the variable and what it takes.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ of values (1 or more); unset it for the default, 16.
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    kind = type(default)
+    value: Number | None
     try:
-        value = kind(raw)
+        value = type(default)(raw)
     except ValueError:
         value = None
     if value is None or not value >= least:
