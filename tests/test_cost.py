@@ -104,6 +104,28 @@ def test_each_policy_picks_as_documented() -> None:
     assert cost.estimate(runs[1:], 5, 1000).rebuild is None
 
 
+def test_only_auto_names_a_table_and_only_after_a_history_of_rebuilds() -> None:
+    """A model whose every remembered run rebuilt is told that a `table` does that work; a
+    refresh among those runs, another policy, or a run that refreshes keeps quiet."""
+    keep = run_history.KEEP
+    rebuilds = [run_history.Run("build", 0, 1.0, 0, 100)] + [
+        run_history.Run("rebuild", n, 3.0, 0, 100) for n in range(1, keep + 1)
+    ]
+    whole = [cost.Change("db.t", 200, 100)]  # a rewrite: a rebuild by every estimate
+    said = cost.weigh(cost.Policy.AUTO, rebuilds, whole, 100)
+    assert said.rebuild and said.why.endswith(cost.TABLE_HINT)
+    one_refresh = [*rebuilds[:-1], run_history.Run("refresh", keep + 1, 9.0, 90, 100)]
+    assert cost.TABLE_HINT not in cost.weigh(cost.Policy.AUTO, one_refresh, whole, 100).why
+    assert cost.TABLE_HINT not in cost.weigh(cost.Policy.FULL, rebuilds, whole, 100).why
+    tiny = [cost.Change("db.t", 0, 100)]  # no bytes changed: the prior's statements only
+    refreshed = cost.weigh(cost.Policy.AUTO, rebuilds, tiny, 100)
+    assert not refreshed.rebuild and cost.TABLE_HINT not in refreshed.why
+    # a model's state rebuilt past its earlier states (`refresh.py`) says it likewise
+    why = "its sub-query state s0 would be rebuilt"
+    assert cost.with_table_hint(why, cost.Policy.AUTO, rebuilds[1:]).endswith(cost.TABLE_HINT)
+    assert cost.with_table_hint(why, cost.Policy.INCREMENTAL, rebuilds[1:]) == why
+
+
 def test_an_earlier_state_leaves_its_rebuild_to_the_model_only_where_the_model_would_rebuild():
     """An earlier state of a model that its policy rebuilds leaves that rebuild to the model's
     state (`from_bases.py`), unless it rebuilds to time a rebuild or has fallen behind a
