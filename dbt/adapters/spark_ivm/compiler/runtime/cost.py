@@ -303,8 +303,15 @@ TABLE_HINT = (
 def with_table_hint(why: str, policy: Policy, runs: Sequence[Run]) -> str:
     """`why` a rebuild is made, with `TABLE_HINT` where `auto` makes it and every run the
     state remembers rebuilt it (`rebuilt_only`): a flat state's choice (`weigh`), or a
-    model's state rebuilt past its earlier states (`refresh.py`)."""
-    if policy is Policy.AUTO and rebuilt_only(runs):
+    model's state rebuilt past its earlier states (`refresh.py`), whose `why` quotes the
+    earlier state's, which may say it already: said once.
+
+    >>> rebuilds = [Run("rebuild", i, 1.0) for i in range(KEEP)]
+    >>> earlier = with_table_hint("s0 would be rebuilt", Policy.AUTO, rebuilds)
+    >>> with_table_hint(f"({earlier}); past it", Policy.AUTO, rebuilds).count(TABLE_HINT)
+    1
+    """
+    if policy is Policy.AUTO and rebuilt_only(runs) and TABLE_HINT not in why:
         return f"{why}; {TABLE_HINT}"
     return why
 
