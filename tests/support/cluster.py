@@ -382,6 +382,8 @@ _RUNNING: list[LoopbackCluster] = []
 #: timed out left the master, worker and Thrift server JVMs running (they slowed the next
 #: run twofold). util-linux's `setpriv` sets Linux's parent-death signal, then execs the
 #: command (the JVM keeps it across exec); where it is missing, the atexit stop is all.
+#: Linux sends it when the *thread* that forked the process ends: start a cluster from a
+#: thread that lives as long as the cluster does (the suite starts them in the main thread).
 _SETPRIV = shutil.which("setpriv")
 _DIE_WITH_PARENT = [_SETPRIV, "--pdeathsig", "TERM", "--"] if _SETPRIV else []
 
