@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from bench.report import rebuilds
 from bench.report.targets import targets
 
 #: Steady state: the median refresh of the last STEADY_WINDOW rounds at most
@@ -258,6 +259,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         "sf": settings["sf"],
         "by_fraction": by_fraction,
         "phases": _phases(main, models),
+        "rebuilds": rebuilds.rows(main["rounds"], models),
         "no_change": no_change,
         "no_change_overhead": _median([inv["overhead"] for inv in main["no_change"]]),
         "by_scale": by_scale,

@@ -12,6 +12,7 @@ from bench.report.figures import (
     workload,
 )
 from bench.report.plots import FRACTION_PLOT, MODEL_PLOT, SCALE_PLOT, STEADY_PLOT
+from bench.report.rebuilds import markdown_lines
 from bench.report.targets import ratio_text
 
 START = "<!-- results:start -->"
@@ -133,6 +134,9 @@ def markdown(results: dict[str, Any], image_dir: str) -> str:
             for model, split in per_model.items():
                 cells = " | ".join(_s(split.get(n)) for n in names)
                 lines.append(f"| {model} | {float(fraction):.1%} | {cells} |")
+    rebuilt = markdown_lines(s.get("rebuilds") or [], s["sf"])
+    if rebuilt:
+        lines += ["", *rebuilt]
     series = [r["sf"] for r in next(iter(s["by_scale"].values()), [])]
     if len(series) > 1:
         head = " | ".join(f"SF {sf:g} ivm / full (s)" for sf in series)
