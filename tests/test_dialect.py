@@ -1,4 +1,4 @@
-"""Spark aggregate functions that sqlglot parses as anonymous calls (`compiler/frontend/dialect.py`).
+"""Spark aggregate functions that sqlglot parses as anonymous calls (`compiler/sql/dialect.py`).
 
 Before, `select mean(x) from t` analysed as a plain SELECT of one column per row (no
 aggregate), and `mean(x)` beside a GROUP BY as a column that is not grouped. No Spark needed.

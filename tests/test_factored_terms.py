@@ -15,7 +15,7 @@ from support.adversarial import assert_equal_to_sql, run_messages
 from support.delta_sql import delta_select
 from support.small_project import SmallProject
 
-from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange
 
 SCHEMAS = {
     "s.orders": [("o_orderkey", "bigint"), ("o_custkey", "bigint"), ("o_prio", "string")],

@@ -4,6 +4,7 @@ that pruned refreshes stay equal to the SQL; these check which filters are deriv
 from __future__ import annotations
 
 from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange
 from dbt.adapters.spark_ivm.compiler.operators.delta import DELTA, NEW, Leaf, Prefix, Term
 from dbt.adapters.spark_ivm.compiler.optimize import pruning
 from dbt.adapters.spark_ivm.compiler.sql.templates import sql
@@ -76,7 +77,7 @@ def test_outer_join_links_prune_only_terms_that_join_inner():
     assert pruning.enforced(in_prefix, padded, 1) is False  # c, o NULL-padded by it
     assert pruning.enforced(Term(base=Prefix(1, NEW)), padded, 1)
 
-    ranges = {(2, "l_orderkey"): pruning.KeyRange("5", "5", ("5",))}
+    ranges = {(2, "l_orderkey"): KeyRange("5", "5", ("5",))}
     (pruned,) = pruning.prune_terms([d_l], q, pruning.key_links(q), ranges)
     assert [sql(f) for f in pruned.filters] == [
         (
@@ -94,8 +95,8 @@ def test_terms_get_range_and_listed_values_or_false_for_an_all_null_log():
         Term(base=Prefix(0, NEW), joins=((1, DELTA),)),
     ]
     ranges = {
-        (0, "l_orderkey"): pruning.KeyRange("3", "9", ("3", "9")),
-        (1, "o_orderkey"): pruning.KeyRange(None, None, ()),
+        (0, "l_orderkey"): KeyRange("3", "9", ("3", "9")),
+        (1, "o_orderkey"): KeyRange(None, None, ()),
     }
     pruned = pruning.prune_terms(terms, q, links, ranges)
     first = [sql(f) for f in pruned[0].filters]
@@ -112,8 +113,8 @@ def test_key_stats_are_parsed_with_and_without_values():
     row = ["1", "250", [str(i) for i in range(201)], None, None, []]
     types = {"a": "int", "b": "string"}
     got = pruning.parse_key_stats(row, ["a", "b"], True, {"a": "string", "b": "int"})
-    assert got["a"] == pruning.KeyRange("1", "250", None)  # too many values to list
-    assert got["b"] == pruning.KeyRange(None, None, ())
+    assert got["a"] == KeyRange("1", "250", None)  # too many values to list
+    assert got["b"] == KeyRange(None, None, ())
     assert pruning.parse_key_stats(["x", "y"], ["a"], False, types)["a"].values is None
     assert pruning.key_stats_sql("v", ["a", "b"], True, types) == (
         "SELECT CAST(MIN(`a`) AS STRING), CAST(MAX(`a`) AS STRING), "
@@ -127,14 +128,14 @@ def test_keys_travel_as_digits_or_hex_and_come_back_as_typed_literals():
     dates as day numbers (years beyond 9999 have no ISO text), numbers as their text; any
     other text is refused rather than written into SQL."""
     link = pruning.KeyLink(0, "k", 1, "ok", "string")
-    keys = pruning.KeyRange("00", "7B", ("00", "247B787D", "7B"))
+    keys = KeyRange("00", "7B", ("00", "247B787D", "7B"))
     assert sql(pruning.key_filter(link, "o", keys)) == (
         "`o`.`ok` BETWEEN CAST(UNHEX('00') AS STRING) AND CAST(UNHEX('7B') AS STRING) AND "
         "`o`.`ok` IN (CAST(UNHEX('00') AS STRING), CAST(UNHEX('247B787D') AS STRING), "
         "CAST(UNHEX('7B') AS STRING))"
     )
     date_link = pruning.KeyLink(0, "d", 1, "od", "date")
-    days = pruning.KeyRange("-719162", "2932897", None)
+    days = KeyRange("-719162", "2932897", None)
     assert sql(pruning.key_filter(date_link, "o", days)) == (
         "`o`.`od` BETWEEN DATE_FROM_UNIX_DATE(-719162) AND DATE_FROM_UNIX_DATE(2932897)"
     )

@@ -150,3 +150,15 @@ class Query:
             if inp.alias == alias:
                 return inp
         raise KeyError(alias)
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """The non-NULL values of one column of a change log, which `optimize/pruning.py` turns
+    into filters of the other inputs: bounds (None: no value) and, when few, the values
+    themselves (as text), or else, when known, disjoint runs (low, high) that cover them."""
+
+    low: str | None
+    high: str | None
+    values: tuple[str, ...] | None
+    runs: tuple[tuple[str, str], ...] | None = None

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange, Query
 from dbt.adapters.spark_ivm.compiler.operators import bag_input
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import (
     COUNT,
@@ -45,7 +45,7 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
 )
 from dbt.adapters.spark_ivm.compiler.operators.join import join_delta_terms
 from dbt.adapters.spark_ivm.compiler.optimize import factored, passes
-from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange, key_links
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import key_links
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, with_meta_row
 from dbt.adapters.spark_ivm.compiler.sql.templates import (

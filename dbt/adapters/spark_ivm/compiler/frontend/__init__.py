@@ -1,1 +1,1 @@
-"""front end: a model's SELECT -> the IR (dialect, analysis, normalising rewrites, views, sub-query states)."""
+"""front end: a model's SELECT -> the IR (analysis, normalising rewrites, views, sub-query states)."""

@@ -21,7 +21,6 @@ from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
-from dbt.adapters.spark_ivm.compiler.frontend.dialect import any_as_bool_or
 from dbt.adapters.spark_ivm.compiler.frontend.normalise import normalise
 from dbt.adapters.spark_ivm.compiler.ir import (
     AggKind,
@@ -34,6 +33,7 @@ from dbt.adapters.spark_ivm.compiler.ir import (
 from dbt.adapters.spark_ivm.compiler.operators import bag_input, union, window
 from dbt.adapters.spark_ivm.compiler.operators.aggregates.filtered import unfilter
 from dbt.adapters.spark_ivm.compiler.operators.aggregates.moments import moment_variant
+from dbt.adapters.spark_ivm.compiler.sql.dialect import any_as_bool_or
 
 DIALECT = "spark"
 

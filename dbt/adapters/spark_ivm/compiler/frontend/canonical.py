@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot.errors import SqlglotError
 
-from dbt.adapters.spark_ivm.compiler.frontend.dialect import DIALECT
+from dbt.adapters.spark_ivm.compiler.sql.dialect import DIALECT
 
 
 def comparable_sql(text: str) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.frontend.dialect import DIALECT
+from dbt.adapters.spark_ivm.compiler.sql.dialect import DIALECT
 
 
 def _read_relation(node: exp.Expression) -> exp.Table | None:

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler import render
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange
 from dbt.adapters.spark_ivm.compiler.operators import state_merge, union, window
 from dbt.adapters.spark_ivm.compiler.operators.delta import TermRenderer
 from dbt.adapters.spark_ivm.compiler.operators.prepare import MetaRow, Names, Prepared, Run
-from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape
 
 KeyRanges = Mapping[tuple[int, str], KeyRange]

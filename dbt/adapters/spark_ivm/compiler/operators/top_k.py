@@ -32,7 +32,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError, fragment
-from dbt.adapters.spark_ivm.compiler.frontend.dialect import DIALECT
+from dbt.adapters.spark_ivm.compiler.sql.dialect import DIALECT
 
 ALIAS = "ivm_top"
 

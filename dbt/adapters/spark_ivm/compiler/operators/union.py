@@ -66,10 +66,9 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.errors import UnsupportedQueryError
 from dbt.adapters.spark_ivm.compiler.errors import fragment as _fragment
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange, Query
 from dbt.adapters.spark_ivm.compiler.operators.aggregates import COUNT
 from dbt.adapters.spark_ivm.compiler.operators.delta import WEIGHT, TermRenderer
-from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyRange
 from dbt.adapters.spark_ivm.compiler.plan import Plan, Shape, bag_key
 from dbt.adapters.spark_ivm.compiler.render import compacted_delta_select, full_term
 from dbt.adapters.spark_ivm.compiler.sql.state_table import META, ROW, with_meta_row

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind, KeyRange, Query
 from dbt.adapters.spark_ivm.compiler.operators.delta import (
     DELTA,
     NEW,
@@ -53,7 +53,6 @@ from dbt.adapters.spark_ivm.compiler.operators.delta import (
 )
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import (
     KeyLink,
-    KeyRange,
     enforced,
     prune_terms,
 )

@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange, Query
 from dbt.adapters.spark_ivm.compiler.operators.delta import Term
 from dbt.adapters.spark_ivm.compiler.optimize import factored
-from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyLink, KeyRange, prune_terms
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import KeyLink, prune_terms
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.ir import JoinKind, Query
+from dbt.adapters.spark_ivm.compiler.ir import JoinKind, KeyRange, Query
 from dbt.adapters.spark_ivm.compiler.operators.delta import Prefix, Term
 from dbt.adapters.spark_ivm.compiler.sql.templates import col, conjuncts, sql, table
 
@@ -65,18 +65,6 @@ class KeyLink:
     other_column: str
     dtype: str
     step: int | None = None
-
-
-@dataclass(frozen=True)
-class KeyRange:
-    """The non-NULL values of one column of a log: bounds (None: no value) and, when few,
-    the values themselves (as text), or else, when known, disjoint runs (low, high) that
-    cover them all."""
-
-    low: str | None
-    high: str | None
-    values: tuple[str, ...] | None
-    runs: tuple[tuple[str, str], ...] | None = None
 
 
 def key_links(query: Query) -> list[KeyLink]:

@@ -26,7 +26,7 @@ from dbt.adapters.spark_ivm.compiler.capture import (
     weights,
 )
 from dbt.adapters.spark_ivm.compiler.errors import Refusal
-from dbt.adapters.spark_ivm.compiler.ir import Query
+from dbt.adapters.spark_ivm.compiler.ir import KeyRange, Query
 from dbt.adapters.spark_ivm.compiler.optimize import pruning
 from dbt.adapters.spark_ivm.compiler.runtime import base_tables, file_reads
 from dbt.adapters.spark_ivm.compiler.runtime.executor import ChangelogReader, MetadataReader
@@ -235,7 +235,7 @@ def _changelog_view(session: Session, relation: str, old: int | None, new: int, 
 
 def key_ranges(
     session: Session, query: Query, logs: dict[str, str], counts: dict[str, int]
-) -> dict[tuple[int, str], pruning.KeyRange]:
+) -> dict[tuple[int, str], KeyRange]:
     """The join keys each changed input's log touches, for `pruning.prune_terms`: one
     pass per log; values are listed only for logs small enough to collect."""
     wanted: dict[str, list[str]] = {}
@@ -243,7 +243,7 @@ def key_ranges(
         relation = query.inputs[link.delta].relation
         if relation in logs and link.delta_column not in wanted.setdefault(relation, []):
             wanted[relation].append(link.delta_column)
-    by_relation: dict[str, dict[str, pruning.KeyRange]] = {}
+    by_relation: dict[str, dict[str, KeyRange]] = {}
     for relation, columns in wanted.items():
         if not columns:
             continue

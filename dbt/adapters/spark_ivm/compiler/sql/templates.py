@@ -11,7 +11,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_ivm.compiler.frontend.dialect import DIALECT
+from dbt.adapters.spark_ivm.compiler.sql.dialect import DIALECT
 
 
 @lru_cache(maxsize=512)
