@@ -29,7 +29,7 @@ from support.small_project import SmallProject
 from support.targets import SESSION
 
 from bench.dbt_runs import STEP_LINE
-from dbt.adapters.spark_ivm.compiler.runtime import cost
+from dbt.adapters.spark_ivm.compiler.runtime import cost, merge_scope
 from dbt.adapters.spark_ivm.compiler.runtime.failpoints import FAIL_ENV, PAUSE_ENV, REBUILD_STEP
 from dbt.adapters.spark_ivm.connection_executor import ConnectionExecutor
 from dbt.adapters.spark_ivm.jinja_api import TIMINGS_ENV
@@ -495,3 +495,31 @@ def test_auto_rebuilds_in_place_rather_than_recompute_a_value_list(
     assert again.startswith("rebuilt in place (the change's files are"), again
     assert "timed refresh" in again, again
     _equal(p, "extremes", EXTREMES_SQL)
+
+
+def test_a_large_states_merge_reads_it_by_the_changed_keys(
+    project: SmallProject, monkeypatch: pytest.MonkeyPatch
+):
+    """Where the state is large enough (here: any, by `DBT_SPARK_IVM_MERGE_SCOPE_MIN_ROWS`),
+    the refresh collects the delta's keys and its MERGE names them (`merge_scope.py`); the
+    relation stays exact, NULL keys and strings that need quoting included; below the size,
+    no keys are collected."""
+    p = project
+    p.base_table("keyed", "k string, d date, x int")
+    p.sql(
+        f"INSERT INTO {SCHEMA}.keyed VALUES ('a', DATE'2024-01-01', 1), (NULL, NULL, 2), "
+        "('it''s', DATE'2024-01-02', 3), ('b', DATE'2024-01-01', 4)"
+    )
+    select = f"select k, d, count(*) as n, sum(x) as s from {SCHEMA}.keyed group by k, d"
+    _write(p, "scoped", "incremental", select)
+    assert _message(p, "scoped")["scoped"].startswith("built")
+    for scope, rows in (
+        ("0", "(NULL, NULL, 5), ('it''s', DATE'2024-01-02', 6), ('c', DATE'2024-01-03', 7)"),
+        ("1000000000", "('a', DATE'2024-01-01', 8), (NULL, DATE'2024-01-01', 9)"),
+    ):
+        monkeypatch.setenv(merge_scope.MIN_ROWS_ENV, scope)
+        p.sql(f"INSERT INTO {SCHEMA}.keyed VALUES {rows}")
+        p.sql(f"DELETE FROM {SCHEMA}.keyed WHERE x = 4")
+        steps = _steps(p, "scoped")
+        assert ("merge scope" in steps) == (scope == "0"), steps
+        _equal(p, "scoped", select)

@@ -38,6 +38,10 @@ POSITION_READ_ENV = "DBT_SPARK_IVM_POSITION_READ_MIN_BYTES"
 #: to be read by their positions; the families' files are a few KB, so 0 takes that read and
 #: the plugin's default (8 MiB) the version diff of the touched files.
 POSITION_READ_MIN_BYTES = (0, 8 << 20)
+MERGE_SCOPE_ENV = "DBT_SPARK_IVM_MERGE_SCOPE_MIN_ROWS"
+#: Per round, seeded: the state rows from which a MERGE names the delta's keys; the
+#: families' states are small, so 0 names them and the plugin's default (100,000) does not.
+MERGE_SCOPE_MIN_ROWS = (0, 100_000)
 
 TARGET_SCHEMA = "ivm_harness"
 BASE_SCHEMA = "ivm_harness_base"
@@ -331,12 +335,14 @@ class Harness:
             # MIN/MAX states list this many values per group, from a sample of this many
             # rows where a list is computed from the base tables; small, changing numbers
             # drive lists past their end (cut, bound, recompute) in every round kind. And
-            # merge-on-read deletes are read by their positions or by the version diff.
+            # merge-on-read deletes are read by their positions or by the version diff, and
+            # a MERGE names the delta's keys or not.
             pick = random.Random(f"{self.config.seed}/{number}/keep")
             with pytest.MonkeyPatch.context() as settings:
                 settings.setenv(MIN_MAX_KEEP_ENV, str(pick.choice(MIN_MAX_KEEP)))
                 settings.setenv(MIN_MAX_SAMPLE_ENV, str(pick.choice(MIN_MAX_SAMPLE)))
                 settings.setenv(POSITION_READ_ENV, str(pick.choice(POSITION_READ_MIN_BYTES)))
+                settings.setenv(MERGE_SCOPE_ENV, str(pick.choice(MERGE_SCOPE_MIN_ROWS)))
                 invocation = (
                     self.project.run(names, log.rebuilt)
                     if names

@@ -1,10 +1,11 @@
 """environment: the numbers a user may tune through environment variables.
 
-Four knobs are numbers rather than a model's config (`runtime/settings.py` reads those): how
+Five knobs are numbers rather than a model's config (`runtime/settings.py` reads those): how
 many values a MIN/MAX state keeps per group and the sample its bound is read from
 (`operators/aggregates/extremes.py`), the bytes a merge-on-read window's deletes must point at
-to be read by their positions (`runtime/file_reads.py`), and the seconds a statement costs in
-the prior of a refresh never timed (`runtime/cost.py`). Each is read the same way: unset or
+to be read by their positions (`runtime/file_reads.py`), the seconds a statement costs in
+the prior of a refresh never timed (`runtime/cost.py`), and the state rows from which a
+MERGE names its keys (`runtime/merge_scope.py`). Each is read the same way: unset or
 blank is the default; anything that is not a number at least the knob's lowest value fails
 the run before it commits, with a message naming the variable and what it takes.
 """

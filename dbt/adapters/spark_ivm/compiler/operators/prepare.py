@@ -42,6 +42,13 @@ class Run(Protocol):
         """The state table's column types, by lower-case name."""
         ...
 
+    def merge_scope(
+        self, relation: str, columns: Sequence[str], alias: str
+    ) -> exp.Expression | None:
+        """The condition on the state's rows (as `alias`) that every row matching a row of
+        `relation` by `columns` meets, where naming it pays (`runtime/merge_scope.py`)."""
+        ...
+
     def checkpoint(self, step: str) -> None:
         """A point where a test may make the refresh fail (`runtime/failpoints.py`)."""
         ...

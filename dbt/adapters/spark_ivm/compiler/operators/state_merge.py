@@ -160,9 +160,24 @@ def merge_sql(
     recomputed: str | None,
     meta: MetaWrite,
     types: Mapping[str, str],
+    scope: exp.Expression | None = None,
 ) -> str:
     """The refresh's single commit: fold the delta into the state (keys matched with `<=>`),
-    set recomputed groups, and advance the metadata row's watermarks, in one MERGE."""
+    set recomputed groups, and advance the metadata row's watermarks, in one MERGE; `scope`:
+    a condition every state row a delta row matches meets (`runtime/merge_scope.py`), which
+    the state's scan then reads by.
+
+    >>> from dbt.adapters.spark_ivm.compiler.frontend.analyze import analyze
+    >>> from dbt.adapters.spark_ivm.compiler.plan import plan
+    >>> q = analyze("select k, count(*) as n from t group by k", "m",
+    ...             {"db.t": [("k", "int"), ("x", "int")]}, "db")
+    >>> the_plan = plan(q, [("k", "int"), ("n", "bigint")], [None])
+    >>> statement = merge_sql(the_plan, "db.m__ivm_state", "d0", None, MetaWrite(None, "{}"),
+    ...                       {}, template("s.__ivm_k0 IN (4, 7)"))
+    >>> print(statement[statement.index(" ON "):statement.index(" WHEN")])
+     ON (`s`.`__ivm_row__` = `d`.`__ivm_row__` AND `s`.`__ivm_k0` IS NOT DISTINCT FROM \
+`d`.`__ivm_k0`) AND (`s`.`__ivm_row__` = 1 OR s.__ivm_k0 IN (4, 7))
+    """
     keys = plan.key_columns
     rc_cols = recomputed_columns(plan)
     source = (
@@ -217,6 +232,9 @@ def merge_sql(
         template(":a = :b", a=col(ROW, "s"), b=col(ROW, "d")),
         null_safe_match([col(k, "s") for k in keys], [col(k, "d") for k in keys]),
     )
+    if scope is not None:
+        meta_row = template(":r = 1", r=col(ROW, "s"))
+        match = exp.and_(match, exp.paren(exp.or_(meta_row, scope)))
     whens = [When.matched(f"UPDATE SET {META} = d.{META}", f"d.{ROW} = 1")]
     if plan.grouped:
         whens.append(When.matched("DELETE", f"d.{NEW_COUNT} = 0"))
@@ -264,6 +282,7 @@ def prepare(
         run.compute_scratch("recompute", recomputed_table, select)
     run.checkpoint("recompute")
     types = run.state_types()
+    scope = run.merge_scope(names.delta, plan.key_columns, "s") if plan.key_columns else None
     commit = merge_sql(
         plan,
         names.state,
@@ -271,5 +290,6 @@ def prepare(
         recomputed_table,
         new_meta(inserted, updated, deleted),
         types,
+        scope,
     )
     return Prepared(commit, keys, inserted, updated, deleted, recomputed)

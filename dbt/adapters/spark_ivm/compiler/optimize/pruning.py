@@ -86,7 +86,7 @@ def key_links(query: Query) -> list[KeyLink]:
             continue
         type_a = dict(query.inputs[a].columns).get(left.name, "")
         type_b = dict(query.inputs[b].columns).get(right.name, "")
-        if type_a.lower() != type_b.lower() or not _EXACT_TEXT_TYPE.match(type_a.lower()):
+        if type_a.lower() != type_b.lower() or not exact_key_type(type_a):
             continue
         links.append(KeyLink(a, left.name, b, right.name, type_a, step))
         links.append(KeyLink(b, right.name, a, left.name, type_a, step))
@@ -257,15 +257,37 @@ def parse_key_stats(
     return out
 
 
+def exact_key_type(dtype: str) -> bool:
+    """Does `KeyCodec` carry values of Spark type `dtype` into SQL exactly?
+
+    >>> exact_key_type("decimal(12, 2)"), exact_key_type("double")
+    (True, False)
+    """
+    return bool(_EXACT_TEXT_TYPE.match(dtype.lower()))
+
+
 def key_filter(link: KeyLink, alias: str, key_range: KeyRange) -> exp.Expression:
     """The filter on the other input's column implied by the delta's keys."""
+    return range_filter(col(link.other_column, alias), link.dtype, key_range)
+
+
+def range_filter(column: exp.Expression, dtype: str, key_range: KeyRange) -> exp.Expression:
+    """`column` (of Spark type `dtype`) within `key_range`: its bounds, and its values where
+    listed or its runs where known; FALSE where the range holds no value.
+
+    >>> print(sql(range_filter(col("k"), "bigint", KeyRange("3", "9", ("3", "9")))))
+    `k` BETWEEN CAST('3' AS BIGINT) AND CAST('9' AS BIGINT) AND `k` IN (CAST('3' AS BIGINT), \
+CAST('9' AS BIGINT))
+    >>> print(sql(range_filter(col("k"), "int", KeyRange("1", "9", None, (("1", "2"), ("9", "9"))))))
+    (`k` BETWEEN CAST('1' AS INT) AND CAST('2' AS INT) OR `k` BETWEEN CAST('9' AS INT) AND \
+CAST('9' AS INT))
+    """
     if key_range.low is None or key_range.high is None:
         return exp.false()
-    codec = KeyCodec.of(link.dtype)
-    column = col(link.other_column, alias)
+    codec = KeyCodec.of(dtype)
 
     def literal(text: str) -> exp.Expression:
-        return codec.decode(text, link.dtype)
+        return codec.decode(text, dtype)
 
     def between(low: str, high: str) -> exp.Expression:
         return exp.Between(this=column.copy(), low=literal(low), high=literal(high))

@@ -20,7 +20,7 @@ from sqlglot import exp
 from dbt.adapters.spark_ivm.compiler import render
 from dbt.adapters.spark_ivm.compiler.errors import BaseRelationError
 from dbt.adapters.spark_ivm.compiler.relations import Target
-from dbt.adapters.spark_ivm.compiler.runtime import base_tables, failpoints
+from dbt.adapters.spark_ivm.compiler.runtime import base_tables, failpoints, merge_scope
 from dbt.adapters.spark_ivm.compiler.runtime.executor import (
     Executor,
     MetadataReader,
@@ -297,6 +297,22 @@ class Session:
         if self.columns is None:
             self.columns = {n.lower(): t for n, t in self.table_columns(self.target.state)}
         return self.columns
+
+    def merge_scope(
+        self, relation: str, columns: Sequence[str], alias: str
+    ) -> exp.Expression | None:
+        """The changed keys of `relation` as a condition on the state's rows
+        (`merge_scope.py`), sized by the state's current snapshot."""
+        totals = self.snapshot_totals(self.target.state, "state records")
+        records = None if totals is None else base_tables.total_records(totals[1])
+        return merge_scope.merge_scope(
+            relation,
+            columns,
+            alias,
+            types=self.state_types(),
+            state_rows=records,
+            fetch=lambda statement: self.fetch("merge scope", statement),
+        )
 
     def state_rows(self) -> int:
         """The new state's data rows, for the log line: `summary_rows` (the state was just

@@ -1,0 +1,108 @@
+"""merge_scope: the state rows a refresh's MERGE can match, named by the changed keys.
+
+A keyed state's commit matches the delta table's rows to the state's by their keys
+(`operators/state_merge.py`). Spark plans that MERGE as the state RIGHT OUTER JOIN the delta
+(the delta's unmatched rows are inserted), and an outer join can only broadcast its other
+side: every run shuffled and sorted the whole state to meet a few changed groups. The keys
+the delta holds say which state rows can match, so the MERGE's condition also says it, as
+literals Spark pushes into the state's scan:
+
+    match' = match AND (s.__ivm_row__ = 1 OR AND_k (s.k IS NULL OR s.k IN keys_k(Δ)))
+
+over each key column k whose type `pruning.KeyCodec` carries exactly (its listed values, or
+its bounds and runs when there are too many; `pruning.range_filter`). A state row a delta row
+matches has each of its keys among that column's keys of the delta, or NULL (`<=>` matches
+NULL with NULL), so it passes: the MERGE changes the same rows. The metadata row passes by
+its first disjunct. A 1.5 M-row state's MERGE of 100 changed keys took 1.3-1.6 s and 0.55-0.6 s
+with them listed, 15 M rows 6.2-6.5 s and 1.3-1.8 s, 150 k rows 0.7-1.0 s and 0.6-0.7 s
+(bench/results/2026-12-07-floor); collecting the keys is one more small job over the delta
+table, so only states of at least `MIN_ROWS` rows (their snapshot's record count) get it.
+
+    >>> stats = ("3", "9", ["9", "3"], None, None, [])  # k1: only NULLs changed
+    >>> found = scope_filter(["k0", "k1"], {"k0": "bigint", "k1": "string"}, stats, "s")
+    >>> print(found.sql("spark").replace("`", ""))
+    (s.k0 IS NULL OR (s.k0 BETWEEN CAST('3' AS BIGINT) AND CAST('9' AS BIGINT) AND s.k0 IN \
+(CAST('3' AS BIGINT), CAST('9' AS BIGINT)))) AND (s.k1 IS NULL OR FALSE)
+    >>> scope_filter(["__ivm_k0"], {"__ivm_k0": "double"}, (), "s") is None  # no exact type
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from sqlglot import exp
+
+from dbt.adapters.spark_ivm.compiler.environment import number_from_env
+from dbt.adapters.spark_ivm.compiler.optimize.pruning import (
+    exact_key_type,
+    key_stats_sql,
+    parse_key_stats,
+    range_filter,
+)
+from dbt.adapters.spark_ivm.compiler.sql.templates import col
+
+#: States of fewer rows are merged without the keys listed (`DBT_SPARK_IVM_MERGE_SCOPE_MIN_ROWS`
+#: sets it; 0: every keyed state's MERGE lists them).
+MIN_ROWS = 100_000
+MIN_ROWS_ENV = "DBT_SPARK_IVM_MERGE_SCOPE_MIN_ROWS"
+
+
+def min_rows() -> int:
+    """The state rows from which a MERGE lists its keys (`MIN_ROWS`, or the environment's).
+
+    >>> min_rows()
+    100000
+    """
+    return number_from_env(MIN_ROWS_ENV, MIN_ROWS, 0, "state rows")
+
+
+def key_columns(columns: Sequence[str], types: Mapping[str, str]) -> list[str]:
+    """The key columns whose values can be listed exactly (`pruning.exact_key_type`)."""
+    return [c for c in columns if exact_key_type(types.get(c.lower(), ""))]
+
+
+def scope_filter(
+    columns: Sequence[str], types: Mapping[str, str], stats: Sequence, alias: str
+) -> exp.Expression | None:
+    """The condition on `alias`'s rows (see the module) from one `pruning.key_stats_sql` row
+    `stats` over the listable `key_columns`; None where no column is listable."""
+    listed = key_columns(columns, types)
+    if not listed:
+        return None
+    dtypes = {c: types[c.lower()] for c in listed}
+    ranges = parse_key_stats(stats, listed, True, dtypes)
+    return exp.and_(
+        *(
+            exp.paren(
+                exp.or_(
+                    exp.Is(this=col(c, alias), expression=exp.Null()),
+                    range_filter(col(c, alias), dtypes[c], ranges[c]),
+                )
+            )
+            for c in listed
+        )
+    )
+
+
+def merge_scope(
+    relation: str,
+    columns: Sequence[str],
+    alias: str,
+    *,
+    types: Mapping[str, str],
+    state_rows: int | None,
+    fetch: Callable[[str], list[tuple]],
+) -> exp.Expression | None:
+    """The scope of a MERGE whose source rows are `relation`'s, keyed by `columns`, into a
+    state of `state_rows` rows (None: not known) with column `types`: None where the state is
+    smaller than `min_rows()` (or of unknown size, unless that is 0), or no key is listable."""
+    least = min_rows()
+    if least > 0 and (state_rows is None or state_rows < least):
+        return None
+    listed = key_columns(columns, types)
+    if not listed:
+        return None
+    dtypes = {c: types[c.lower()] for c in listed}
+    rows = fetch(key_stats_sql(relation, listed, True, dtypes))
+    return scope_filter(listed, types, rows[0], alias)
