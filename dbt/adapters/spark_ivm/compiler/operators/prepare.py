@@ -43,10 +43,11 @@ class Run(Protocol):
         ...
 
     def merge_scope(
-        self, relation: str, columns: Sequence[str], alias: str
+        self, relation: str, columns: Sequence[str], alias: str, changed: int
     ) -> exp.Expression | None:
         """The condition on the state's rows (as `alias`) that every row matching a row of
-        `relation` by `columns` meets, where naming it pays (`runtime/merge_scope.py`)."""
+        `relation` by `columns` meets, where naming it pays (`runtime/merge_scope.py`;
+        `changed`: the rows of `relation` that change a state row)."""
         ...
 
     def checkpoint(self, step: str) -> None:

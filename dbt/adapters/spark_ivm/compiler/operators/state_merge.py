@@ -282,7 +282,10 @@ def prepare(
         run.compute_scratch("recompute", recomputed_table, select)
     run.checkpoint("recompute")
     types = run.state_types()
-    scope = run.merge_scope(names.delta, plan.key_columns, "s") if plan.key_columns else None
+    changed = inserted + updated + deleted
+    scope = (
+        run.merge_scope(names.delta, plan.key_columns, "s", changed) if plan.key_columns else None
+    )
     commit = merge_sql(
         plan,
         names.state,

@@ -9,14 +9,15 @@ literals Spark pushes into the state's scan:
 
     match' = match AND (s.__ivm_row__ = 1 OR AND_k (s.k IS NULL OR s.k IN keys_k(Δ)))
 
-over each key column k whose type `pruning.KeyCodec` carries exactly (its listed values, or
-its bounds and runs when there are too many; `pruning.range_filter`). A state row a delta row
+over each key column k whose type `pruning.KeyCodec` carries exactly (its listed values and
+their bounds; `pruning.range_filter`). A state row a delta row
 matches has each of its keys among that column's keys of the delta, or NULL (`<=>` matches
 NULL with NULL), so it passes: the MERGE changes the same rows. The metadata row passes by
 its first disjunct. A 1.5 M-row state's MERGE of 100 changed keys took 1.3-1.6 s and 0.55-0.6 s
 with them listed, 15 M rows 6.2-6.5 s and 1.3-1.8 s, 150 k rows 0.7-1.0 s and 0.6-0.7 s
 (bench/results/2026-12-07-floor); collecting the keys is one more small job over the delta
-table, so only states of at least `MIN_ROWS` rows (their snapshot's record count) get it.
+table, so only states of at least `MIN_ROWS` rows (their snapshot's record count) get it, and
+only where the changed keys are few enough to list.
 
     >>> stats = ("3", "9", ["9", "3"], None, None, [])  # k1: only NULLs changed
     >>> found = scope_filter(["k0", "k1"], {"k0": "bigint", "k1": "string"}, stats, "s")
@@ -35,6 +36,7 @@ from sqlglot import exp
 
 from dbt.adapters.spark_ivm.compiler.environment import number_from_env
 from dbt.adapters.spark_ivm.compiler.optimize.pruning import (
+    MAX_LISTED_KEYS,
     exact_key_type,
     key_stats_sql,
     parse_key_stats,
@@ -90,15 +92,25 @@ def merge_scope(
     columns: Sequence[str],
     alias: str,
     *,
+    changed: int,
     types: Mapping[str, str],
     state_rows: int | None,
     fetch: Callable[[str], list[tuple]],
 ) -> exp.Expression | None:
-    """The scope of a MERGE whose source rows are `relation`'s, keyed by `columns`, into a
-    state of `state_rows` rows (None: not known) with column `types`: None where the state is
-    smaller than `min_rows()` (or of unknown size, unless that is 0), or no key is listable."""
+    """The scope of a MERGE whose source rows are `relation`'s, keyed by `columns`, `changed`
+    of them changing a state row, into a state of `state_rows` rows (None: not known) with
+    column `types`: None where the state is smaller than `min_rows()` (or of unknown size,
+    unless that is 0), where more keys changed than `pruning.MAX_LISTED_KEYS` (their runs
+    span most of a key space they are spread over: at SF 10 the 20,000 customers of a 0.1 %
+    change made the MERGE 0.3 s slower, not faster), or no key is listable.
+
+    >>> merge_scope("d", ["k"], "s", changed=500, types={"k": "int"}, state_rows=10**6,
+    ...             fetch=lambda statement: [])  # too many keys: nothing collected
+    """
     least = min_rows()
     if least > 0 and (state_rows is None or state_rows < least):
+        return None
+    if changed > MAX_LISTED_KEYS:
         return None
     listed = key_columns(columns, types)
     if not listed:

@@ -299,9 +299,9 @@ class Session:
         return self.columns
 
     def merge_scope(
-        self, relation: str, columns: Sequence[str], alias: str
+        self, relation: str, columns: Sequence[str], alias: str, changed: int
     ) -> exp.Expression | None:
-        """The changed keys of `relation` as a condition on the state's rows
+        """The changed keys of `relation` (`changed` rows) as a condition on the state's rows
         (`merge_scope.py`), sized by the state's current snapshot."""
         totals = self.snapshot_totals(self.target.state, "state records")
         records = None if totals is None else base_tables.total_records(totals[1])
@@ -309,6 +309,7 @@ class Session:
             relation,
             columns,
             alias,
+            changed=changed,
             types=self.state_types(),
             state_rows=records,
             fetch=lambda statement: self.fetch("merge scope", statement),
