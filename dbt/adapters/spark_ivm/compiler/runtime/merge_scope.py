@@ -10,14 +10,14 @@ literals Spark pushes into the state's scan:
     match' = match AND (s.__ivm_row__ = 1 OR AND_k (s.k IS NULL OR s.k IN keys_k(Δ)))
 
 over each key column k whose type `pruning.KeyCodec` carries exactly (its listed values and
-their bounds; `pruning.range_filter`). A state row a delta row
-matches has each of its keys among that column's keys of the delta, or NULL (`<=>` matches
-NULL with NULL), so it passes: the MERGE changes the same rows. The metadata row passes by
-its first disjunct. A 1.5 M-row state's MERGE of 100 changed keys took 1.3-1.6 s and 0.55-0.6 s
-with them listed, 15 M rows 6.2-6.5 s and 1.3-1.8 s, 150 k rows 0.7-1.0 s and 0.6-0.7 s
-(bench/results/2026-12-07-floor); collecting the keys is one more small job over the delta
-table, so only states of at least `MIN_ROWS` rows (their snapshot's record count) get it, and
-only where the changed keys are few enough to list.
+their bounds; `pruning.range_filter`). A state row a delta row matches has each of its keys
+among that column's keys of the delta, or NULL (`<=>` matches NULL with NULL), so it passes:
+the MERGE changes the same rows. The metadata row passes by its first disjunct. A 1.5 M-row
+state's MERGE of 100 changed keys took 1.3-1.6 s and 0.55-0.6 s with them listed, 15 M rows
+6.2-6.5 s and 1.3-1.8 s, 150 k rows 0.7-1.0 s and 0.6-0.7 s (bench/results/2026-12-07-floor).
+Collecting the keys is one more small job over the delta table, so only states of at least
+`MIN_ROWS` rows (their snapshot's record count) get it, and only where the changed keys are
+few enough to list.
 
     >>> stats = ("3", "9", ["9", "3"], None, None, [])  # k1: only NULLs changed
     >>> found = scope_filter(["k0", "k1"], {"k0": "bigint", "k1": "string"}, stats, "s")
@@ -94,27 +94,30 @@ def merge_scope(
     *,
     changed: int,
     types: Mapping[str, str],
-    state_rows: int | None,
+    state_rows: Callable[[], int | None],
     fetch: Callable[[str], list[tuple]],
 ) -> exp.Expression | None:
     """The scope of a MERGE whose source rows are `relation`'s, keyed by `columns`, `changed`
-    of them changing a state row, into a state of `state_rows` rows (None: not known) with
-    column `types`: None where the state is smaller than `min_rows()` (or of unknown size,
-    unless that is 0), where more keys changed than `pruning.MAX_LISTED_KEYS` (their runs
-    span most of a key space they are spread over: at SF 10 the 20,000 customers of a 0.1 %
-    change made the MERGE 0.3 s slower, not faster), or no key is listable.
+    of them changing a state row, into a state with column `types` of `state_rows()` rows
+    (None: not known; read only where the rest allows a scope): None where more keys changed
+    than `pruning.MAX_LISTED_KEYS` (their runs span most of a key space they are spread
+    over: at SF 10 the 20,000 customers of a 0.1 % change made the MERGE 0.3 s slower, not
+    faster), no key is listable, or the state is smaller than `min_rows()` (or of unknown
+    size, unless that is 0).
 
-    >>> merge_scope("d", ["k"], "s", changed=500, types={"k": "int"}, state_rows=10**6,
-    ...             fetch=lambda statement: [])  # too many keys: nothing collected
+    >>> merge_scope("d", ["k"], "s", changed=500, types={"k": "int"},
+    ...             state_rows=lambda: 10**6, fetch=lambda statement: [])  # too many keys
     """
-    least = min_rows()
-    if least > 0 and (state_rows is None or state_rows < least):
-        return None
     if changed > MAX_LISTED_KEYS:
         return None
     listed = key_columns(columns, types)
     if not listed:
         return None
+    least = min_rows()
+    if least > 0:
+        rows = state_rows()
+        if rows is None or rows < least:
+            return None
     dtypes = {c: types[c.lower()] for c in listed}
-    rows = fetch(key_stats_sql(relation, listed, True, dtypes))
-    return scope_filter(listed, types, rows[0], alias)
+    found = fetch(key_stats_sql(relation, listed, True, dtypes))
+    return scope_filter(listed, types, found[0], alias)

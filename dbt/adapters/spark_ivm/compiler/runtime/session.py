@@ -303,8 +303,11 @@ class Session:
     ) -> exp.Expression | None:
         """The changed keys of `relation` (`changed` rows) as a condition on the state's rows
         (`merge_scope.py`), sized by the state's current snapshot."""
-        totals = self.snapshot_totals(self.target.state, "state records")
-        records = None if totals is None else base_tables.total_records(totals[1])
+
+        def records() -> int | None:
+            totals = self.snapshot_totals(self.target.state, "state records")
+            return None if totals is None else base_tables.total_records(totals[1])
+
         return merge_scope.merge_scope(
             relation,
             columns,
