@@ -5,11 +5,11 @@ Pure functions over the `results.json` that bench/run.py writes.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from bench.report import rebuilds
+from bench.report.rebuilds import median as _median
 from bench.report.targets import targets
 
 #: Steady state: the median refresh of the last STEADY_WINDOW rounds at most
@@ -38,10 +38,6 @@ def steady_window(rounds: int) -> int:
 def workload(results: dict[str, Any]) -> str:
     """`star` (bench/datagen.py's tables, four models; runs before the option) or `tpch`."""
     return str(results.get("workload") or results["settings"].get("workload") or "star")
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return statistics.median(values) if values else None
 
 
 def _ratio(full: float | None, ivm: float | None) -> float | None:

@@ -54,10 +54,6 @@ class Split:
     timed: float
     untimed: float
 
-    @property
-    def around(self) -> float:
-        return self.timed + self.untimed
-
 
 def split(model: dict[str, Any]) -> Split | None:
     """A model's run split as the module says; None where the run did not rebuild in place
@@ -74,7 +70,8 @@ def split(model: dict[str, Any]) -> Split | None:
     )
 
 
-def _median(values: Sequence[float]) -> float | None:
+def median(values: Sequence[float]) -> float | None:
+    """The median of `values`, None of none (the report's figures use it too)."""
     return statistics.median(values) if values else None
 
 
@@ -94,23 +91,23 @@ def rows(rounds: Sequence[dict[str, Any]], models: Sequence[str]) -> list[dict[s
                     runs.append((r.get("first"), found, full["seconds"]))
             if not runs:
                 continue
-            table = _median([t for _, _, t in runs])
-            timed = _median([s.timed for _, s, _ in runs])
-            untimed = _median([s.untimed for _, s, _ in runs])
+            table = median([t for _, _, t in runs])
+            timed = median([s.timed for _, s, _ in runs])
+            untimed = median([s.untimed for _, s, _ in runs])
             assert table is not None and timed is not None and untimed is not None
             out.append(
                 {
                     "model": model,
                     "fraction": fraction,
                     "rebuilt": len(runs),
-                    "statement": _median([s.statement for _, s, _ in runs]),
+                    "statement": median([s.statement for _, s, _ in runs]),
                     "table": table,
                     "timed": timed,
                     "untimed": untimed,
-                    "statement_ivm_first": _median(
+                    "statement_ivm_first": median(
                         [s.statement / t for first, s, t in runs if first == "ivm"]
                     ),
-                    "statement_table_first": _median(
+                    "statement_table_first": median(
                         [s.statement / t for first, s, t in runs if first == "full"]
                     ),
                     "ceiling": table / (table + timed + untimed),
@@ -160,8 +157,8 @@ def markdown_lines(found: Sequence[dict[str, Any]], sf: float) -> list[str]:
         (
             f"{len(below)} of {len(found)} ceilings are below 1/1.1 (the time around the "
             "statement alone misses the 1.1x target); the statement over the table's run, "
-            f"median: {_x(_median(firsts)) or 'none'} where the ivm run read the change "
-            f"first, {_x(_median(seconds)) or 'none'} where the table did."
+            f"median: {_x(median(firsts)) or 'none'} where the ivm run read the change "
+            f"first, {_x(median(seconds)) or 'none'} where the table did."
         ),
     ]
     return lines

@@ -20,12 +20,10 @@ Collecting the keys is one more small job over the delta table, so only states o
 few enough to list.
 
     >>> stats = ("3", "9", ["9", "3"], None, None, [])  # k1: only NULLs changed
-    >>> found = scope_filter(["k0", "k1"], {"k0": "bigint", "k1": "string"}, stats, "s")
+    >>> found = scope_filter({"k0": "bigint", "k1": "string"}, stats, "s")
     >>> print(found.sql("spark").replace("`", ""))
     (s.k0 IS NULL OR (s.k0 BETWEEN CAST('3' AS BIGINT) AND CAST('9' AS BIGINT) AND s.k0 IN \
 (CAST('3' AS BIGINT), CAST('9' AS BIGINT)))) AND (s.k1 IS NULL OR FALSE)
-    >>> scope_filter(["__ivm_k0"], {"__ivm_k0": "double"}, (), "s") is None  # no exact type
-    True
 """
 
 from __future__ import annotations
@@ -59,21 +57,22 @@ def min_rows() -> int:
     return number_from_env(MIN_ROWS_ENV, MIN_ROWS, 0, "state rows")
 
 
-def key_columns(columns: Sequence[str], types: Mapping[str, str]) -> list[str]:
-    """The key columns whose values can be listed exactly (`pruning.exact_key_type`)."""
-    return [c for c in columns if exact_key_type(types.get(c.lower(), ""))]
+def listable(columns: Sequence[str], types: Mapping[str, str]) -> dict[str, str]:
+    """The key columns whose values can be listed exactly (`pruning.exact_key_type`), with
+    their types (`types`: by lower-case name).
+
+    >>> listable(["k0", "K1"], {"k0": "double", "k1": "date"})
+    {'K1': 'date'}
+    """
+    found = {c: types.get(c.lower(), "") for c in columns}
+    return {c: dtype for c, dtype in found.items() if exact_key_type(dtype)}
 
 
-def scope_filter(
-    columns: Sequence[str], types: Mapping[str, str], stats: Sequence, alias: str
-) -> exp.Expression | None:
+def scope_filter(dtypes: Mapping[str, str], stats: Sequence, alias: str) -> exp.Expression:
     """The condition on `alias`'s rows (see the module) from one `pruning.key_stats_sql` row
-    `stats` over the listable `key_columns`; None where no column is listable."""
-    listed = key_columns(columns, types)
-    if not listed:
-        return None
-    dtypes = {c: types[c.lower()] for c in listed}
-    ranges = parse_key_stats(stats, listed, True, dtypes)
+    `stats` over the `listable` columns `dtypes` (in its order)."""
+    columns = list(dtypes)
+    ranges = parse_key_stats(stats, columns, True, dtypes)
     return exp.and_(
         *(
             exp.paren(
@@ -82,7 +81,7 @@ def scope_filter(
                     range_filter(col(c, alias), dtypes[c], ranges[c]),
                 )
             )
-            for c in listed
+            for c in columns
         )
     )
 
@@ -107,17 +106,18 @@ def merge_scope(
 
     >>> merge_scope("d", ["k"], "s", changed=500, types={"k": "int"},
     ...             state_rows=lambda: 10**6, fetch=lambda statement: [])  # too many keys
+    >>> merge_scope("d", ["k"], "s", changed=5, types={"k": "double"},
+    ...             state_rows=lambda: 10**6, fetch=lambda statement: [])  # none listable
     """
     if changed > MAX_LISTED_KEYS:
         return None
-    listed = key_columns(columns, types)
-    if not listed:
+    dtypes = listable(columns, types)
+    if not dtypes:
         return None
     least = min_rows()
     if least > 0:
         rows = state_rows()
         if rows is None or rows < least:
             return None
-    dtypes = {c: types[c.lower()] for c in listed}
-    found = fetch(key_stats_sql(relation, listed, True, dtypes))
-    return scope_filter(listed, types, found[0], alias)
+    found = fetch(key_stats_sql(relation, list(dtypes), True, dtypes))
+    return scope_filter(dtypes, found[0], alias)
